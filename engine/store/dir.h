@@ -1,0 +1,19 @@
+/*
+ * dir.h - the directory object store (embedded default).
+ *
+ * An object is a file ROOT/<key>; a put writes a temporary file beside
+ * it, fsyncs it, then link()s (create-once) or rename()s it into place and
+ * fsyncs the directory, so objects are atomic and durable on return.
+ * Multipart uploads live under ROOT/.mpu/<upload id>/ until completed.
+ */
+#ifndef NOVAFS_STORE_DIR_H
+#define NOVAFS_STORE_DIR_H
+
+#include "engine/store/store.h"
+
+/* Open (creating ROOT if needed) a directory store.  0 and *out (caller
+ * owns; store_close()), -ENOTDIR, -EACCES, -ENOMEM ... (logged). */
+int dir_store_open(const char *root, struct store **out)
+	__attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * store.h - the one object-storage interface of novafs.
+ *
+ * For: every byte the engine keeps in object storage: chain slots (transit
+ * bundles), settled objects, fence objects.  The engine reaches storage
+ * only through these calls, so the directory backend (embedded default),
+ * the S3 backend and the fault-injecting wrapper are interchangeable.
+ * Not for: metadata (meta/kv.h), local scratch files (the fetch cache).
+ *
+ * Invariants every backend keeps:
+ *  1. store_put() and store_mpu_complete() are atomic: a reader sees the
+ *     whole new object or no object, never a prefix.
+ *  2. A successful put/complete is durable on return.
+ *  3. With STORE_CREATE_ONCE an existing key is never replaced; the call
+ *     fails with -EEXIST.  (Lax S3 servers may ignore the condition; the
+ *     engine never relies on it alone, see engine/settle.c.)
+ *  4. Every call is thread-safe.  One multipart upload may receive parts
+ *     from several threads at once.
+ *  5. Keys are '/'-separated ASCII paths of [A-Za-z0-9._~/-] characters,
+ *     1..1024 bytes, no empty or "."/".." components; anything else is
+ *     -EINVAL.
+ *
+ * Errors are negative errno values:
+ *   -ENOENT   no such object (get, head)
+ *   -EEXIST   create-once key already present
+ *   -ERANGE   ranged get starting past the end of the object
+ *   -ENOTSUP  the backend cannot do this (range copy): fall back
+ *   -ENOSPC   storage full;  -EIO  anything else below us
+ *   -EAGAIN / -ETIMEDOUT  transient: the caller may retry
+ */
+#ifndef NOVAFS_STORE_STORE_H
+#define NOVAFS_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct store;     /* one opened backend; opaque */
+struct store_mpu; /* one multipart upload in progress; opaque */
+
+#define STORE_CREATE_ONCE 0x1u
+
+/* Request and byte counters of one store, kept by store.c for every
+ * backend.  Monotonic; read with store_stats(). */
+struct store_stats {
+	uint64_t puts, gets, heads, deletes, lists;
+	uint64_t mpu_creates, mpu_parts, mpu_copies, mpu_completes, mpu_aborts;
+	uint64_t bytes_put, bytes_got;
+	uint64_t errors;
+};
+
+/*
+ * Open a store from a URL:
+ *   dir:/abs/path or /abs/path     the directory backend rooted there
+ *                                  (created if missing)
+ * Returns 0 and *out (caller owns; store_close()), or -EINVAL for an
+ * unknown or malformed URL (logged), or the backend's error.
+ */
+int store_open(const char *url, struct store **out) __attribute__((warn_unused_result));
+
+/* Close and free; NULL is a no-op.  No call may be in progress. */
+void store_close(struct store *s);
+
+/* A short human name for logs ("dir:/var/lib/novafs/objects"). Borrowed
+ * until store_close(). */
+const char *store_name(const struct store *s);
+
+/* Snapshot of the counters. */
+void store_get_stats(const struct store *s, struct store_stats *out);
+
+/*
+ * Write an object from iovcnt segments (borrowed for the call).  flags:
+ * STORE_CREATE_ONCE.  Returns 0 once the object is durable; -EEXIST,
+ * -ENOSPC, -EIO, -EINVAL (bad key).  On failure no partial object is
+ * visible.
+ */
+int store_put(struct store *s, const char *key, const struct iovec *iov,
+	      int iovcnt, unsigned flags) __attribute__((warn_unused_result));
+
+/*
+ * Read up to len bytes at off into dst (caller owns, len bytes).  *got
+ * is set to the bytes read: fewer than len only at the end of the object
+ * (off == size reads 0 bytes).  -ENOENT, -ERANGE (off > size), -EIO.
+ */
+int store_get_range(struct store *s, const char *key, uint64_t off,
+		    size_t len, void *dst, size_t *got) __attribute__((warn_unused_result));
+
+/* Size of an object.  0, -ENOENT, -EIO. */
+int store_head(struct store *s, const char *key, uint64_t *size)
+	__attribute__((warn_unused_result));
+
+/*
+ * Delete n objects (keys borrowed).  A missing key is not an error.
+ * Returns 0 when every key is gone, else the first error; keys before
+ * the failing one may be deleted.
+ */
+int store_delete(struct store *s, const char *const *keys, size_t n)
+	__attribute__((warn_unused_result));
+
+/*
+ * Visit every key that starts with prefix and sorts after start_after
+ * (NULL or "" = from the first), in byte order.  fn gets the key
+ * (borrowed for the call) and the object size and returns 0 to go on,
+ * 1 to stop, or -errno to stop with that error.  Backends page
+ * internally.  Returns 0, fn's error, or the backend's error.
+ */
+typedef int (*store_list_fn)(void *arg, const char *key, uint64_t size);
+int store_list(struct store *s, const char *prefix, const char *start_after,
+	       store_list_fn fn, void *arg) __attribute__((warn_unused_result));
+
+/*
+ * Multipart upload.  Part numbers are 1..10000; every part but the last
+ * should be >= 5 MiB (S3 enforces it at complete time; the directory
+ * backend does not).  Parts may arrive in any order and concurrently.
+ *
+ * store_mpu_create: 0 and *out (caller owns: exactly one of
+ *   store_mpu_complete() or store_mpu_abort() frees it).
+ * store_mpu_put_part: upload part_no from iov (borrowed).
+ * store_mpu_copy_part: part_no is bytes [off, off+len) of the existing
+ *   object src_key, copied server-side.  -ENOTSUP when the backend
+ *   cannot: the caller reads the range and uses put_part instead.
+ * store_mpu_complete: publish the parts in part-number order as key;
+ *   flags: STORE_CREATE_ONCE.  Frees mpu whatever the result; on failure
+ *   the upload is aborted.
+ * store_mpu_abort: discard everything; frees mpu.  NULL is a no-op.
+ */
+int store_mpu_create(struct store *s, const char *key, struct store_mpu **out)
+	__attribute__((warn_unused_result));
+int store_mpu_put_part(struct store_mpu *m, int part_no, const struct iovec *iov,
+		       int iovcnt) __attribute__((warn_unused_result));
+int store_mpu_copy_part(struct store_mpu *m, int part_no, const char *src_key,
+			uint64_t off, uint64_t len) __attribute__((warn_unused_result));
+int store_mpu_complete(struct store_mpu *m, unsigned flags)
+	__attribute__((warn_unused_result));
+void store_mpu_abort(struct store_mpu *m);
+
+/* 0 when key is a valid object key (invariant 5), else -EINVAL. */
+int store_key_check(const char *key) __attribute__((warn_unused_result));
+
+/* ---------------------------------------------------------------------
+ * Backend side.  store.c wraps every backend: it checks keys, counts
+ * requests and bytes, and runs the store.put/store.get failpoints, so
+ * backends only move bytes.
+ */
+struct store_backend_ops {
+	const char *scheme; /* "dir", "s3", ... */
+	void (*close)(void *be);
+	int (*put)(void *be, const char *key, const struct iovec *iov,
+		   int iovcnt, unsigned flags);
+	int (*get_range)(void *be, const char *key, uint64_t off, size_t len,
+			 void *dst, size_t *got);
+	int (*head)(void *be, const char *key, uint64_t *size);
+	int (*del)(void *be, const char *const *keys, size_t n);
+	int (*list)(void *be, const char *prefix, const char *start_after,
+		    store_list_fn fn, void *arg);
+	/* Multipart: the backend keeps its own per-upload state in *upload. */
+	int (*mpu_create)(void *be, const char *key, void **upload);
+	int (*mpu_put_part)(void *be, void *upload, int part_no,
+			    const struct iovec *iov, int iovcnt);
+	int (*mpu_copy_part)(void *be, void *upload, int part_no,
+			     const char *src_key, uint64_t off, uint64_t len);
+	int (*mpu_complete)(void *be, void *upload, unsigned flags); /* frees upload */
+	void (*mpu_abort)(void *be, void *upload);                   /* frees upload */
+};
+
+/* Wrap an opened backend (takes ownership of be; ops->close frees it).
+ * name is copied.  0 or -ENOMEM (be closed). */
+int store_wrap(const struct store_backend_ops *ops, void *be, const char *name,
+	       struct store **out) __attribute__((warn_unused_result));
+
+/* Sum of iovec lengths. */
+size_t store_iov_len(const struct iovec *iov, int iovcnt);
+
+#endif

@@ -1,0 +1,156 @@
+/*
+ * kv.h - the ordered key-value interface of the metastore.
+ *
+ * For: every piece of novafs metadata (buckets, streams, span refs,
+ * catalog rows, chains, markers).  The typed rows (meta/streams.h,
+ * meta/refs.h, meta/chains.h, meta/markers.h) are built on these calls
+ * only, so the SQLite backend (embedded default) and a remote backend
+ * (etcd, later) are interchangeable.  Not for: bulk data.
+ *
+ * Model: etcd's KV API.  Every key carries a modification version
+ * (a store-wide revision, strictly increasing across commits); 0 means
+ * "absent".  Writes that another star could race are transactions that
+ * compare first.
+ *
+ * Invariants every backend keeps:
+ *  1. A transaction's compares and writes are atomic: all writes happen
+ *     and are durable when commit returns 0, none happen otherwise.
+ *  2. Reads see only committed state; a read that starts after a commit
+ *     returned sees it.
+ *  3. Keys compare as unsigned byte strings (memcmp, shorter first on a
+ *     common prefix).
+ *  4. Every call is thread-safe.
+ *
+ * Errors: 0 or negative errno.  -ENOENT no such key (get/floor),
+ * -ECANCELED a compare failed (nothing written), -EBUSY the backend
+ * stayed busy past its timeout, -ENOSPC, -EIO.
+ */
+#ifndef NOVAFS_META_KV_H
+#define NOVAFS_META_KV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/base/buf.h"
+
+struct kv;     /* an opened metastore; opaque */
+struct kv_txn; /* a transaction being built; opaque */
+
+/* Hard limits, enforced by every backend (-E2BIG). */
+#define KV_KEY_MAX 2048
+#define KV_VAL_MAX (1u << 20)
+
+/*
+ * Open a metastore from a URL:
+ *   sqlite:/abs/path.db or /abs/path.db   the SQLite backend (created)
+ * 0 and *out (caller owns; kv_close()), -EINVAL (bad URL, logged), or
+ * the backend's error.
+ */
+int kv_open(const char *url, struct kv **out) __attribute__((warn_unused_result));
+
+/* Close; NULL is a no-op.  No call may be in progress. */
+void kv_close(struct kv *kv);
+
+/*
+ * Point lookup.  On 0, val (caller-owned, reset first) holds the value
+ * and *ver (may be NULL) its version.  -ENOENT when absent.
+ */
+int kv_get(struct kv *kv, const void *key, size_t klen, struct nv_buf *val,
+	   uint64_t *ver) __attribute__((warn_unused_result));
+
+/*
+ * Floor lookup: the greatest key k with lo <= k <= key.  key_out and
+ * val_out (caller-owned, reset first; either may be NULL) receive it.
+ * -ENOENT when no key lies in [lo, key].
+ */
+int kv_floor(struct kv *kv, const void *key, size_t klen, const void *lo,
+	     size_t lolen, struct nv_buf *key_out, struct nv_buf *val_out,
+	     uint64_t *ver) __attribute__((warn_unused_result));
+
+/*
+ * Visit the keys in [start, end) in ascending order (descending when
+ * reverse), at most limit of them (0 = no limit).  fn gets key and value
+ * (borrowed for the call) and returns 0 to go on, 1 to stop, -errno to
+ * stop with that error.  The visit sees one consistent snapshot; fn must
+ * not call back into the same kv (deadlock on some backends).
+ * Returns 0, fn's error, or the backend's error.
+ */
+typedef int (*kv_visit_fn)(void *arg, const uint8_t *key, size_t klen,
+			   const uint8_t *val, size_t vlen, uint64_t ver);
+int kv_range(struct kv *kv, const void *start, size_t slen, const void *end,
+	     size_t elen, size_t limit, bool reverse, kv_visit_fn fn, void *arg)
+	__attribute__((warn_unused_result));
+
+/* Transactions.  kv_txn_new() returns NULL on ENOMEM; the builders copy
+ * their arguments and return 0 or -ENOMEM / -E2BIG (the transaction is
+ * then poisoned and commit returns that error). */
+struct kv_txn *kv_txn_new(void);
+void kv_txn_free(struct kv_txn *t); /* NULL is a no-op */
+
+/* Compare: key's version == ver (ver 0: key absent). */
+int kv_txn_cmp_ver(struct kv_txn *t, const void *key, size_t klen, uint64_t ver);
+/* Compare: key present with exactly this value. */
+int kv_txn_cmp_val(struct kv_txn *t, const void *key, size_t klen,
+		   const void *val, size_t vlen);
+int kv_txn_put(struct kv_txn *t, const void *key, size_t klen, const void *val,
+	       size_t vlen);
+int kv_txn_del(struct kv_txn *t, const void *key, size_t klen);
+
+/* Number of writes so far (callers split huge batches). */
+size_t kv_txn_nwrites(const struct kv_txn *t);
+
+/*
+ * Commit: check every compare, then apply every write in order, all or
+ * nothing.  0 (durable), -ECANCELED (a compare failed; nothing written),
+ * or -errno.  The transaction is not freed and may not be reused.
+ * *rev (may be NULL) gets the revision of the commit (the version every
+ * written key now has).
+ */
+int kv_txn_commit(struct kv *kv, struct kv_txn *t, uint64_t *rev)
+	__attribute__((warn_unused_result));
+
+/* One-write conveniences (unconditional). */
+int kv_put(struct kv *kv, const void *key, size_t klen, const void *val,
+	   size_t vlen) __attribute__((warn_unused_result));
+int kv_del(struct kv *kv, const void *key, size_t klen)
+	__attribute__((warn_unused_result));
+
+/* ---------------------------------------------------------------------
+ * Backend side: kv.c dispatches here, validates sizes and runs the
+ * meta.commit failpoint.
+ */
+enum kv_op_kind { KV_CMP_VER, KV_CMP_VAL, KV_PUT, KV_DEL };
+
+struct kv_op {
+	enum kv_op_kind kind;
+	uint8_t *key;  /* owned by the txn */
+	size_t klen;
+	uint8_t *val;  /* owned by the txn; NULL for CMP_VER and DEL */
+	size_t vlen;
+	uint64_t ver;  /* CMP_VER */
+};
+
+struct kv_backend_ops {
+	const char *scheme;
+	void (*close)(void *be);
+	int (*get)(void *be, const void *key, size_t klen, struct nv_buf *val,
+		   uint64_t *ver);
+	int (*floor)(void *be, const void *key, size_t klen, const void *lo,
+		     size_t lolen, struct nv_buf *key_out, struct nv_buf *val_out,
+		     uint64_t *ver);
+	int (*range)(void *be, const void *start, size_t slen, const void *end,
+		     size_t elen, size_t limit, bool reverse, kv_visit_fn fn,
+		     void *arg);
+	/* ops: compares first, then writes (kv.c orders them). */
+	int (*commit)(void *be, const struct kv_op *ops, size_t nops, uint64_t *rev);
+};
+
+/* Wrap an opened backend (takes ownership).  0 or -ENOMEM (be closed). */
+int kv_wrap(const struct kv_backend_ops *ops, void *be, const char *name,
+	    struct kv **out) __attribute__((warn_unused_result));
+
+/* Human name for logs; borrowed until kv_close(). */
+const char *kv_name(const struct kv *kv);
+
+#endif
