@@ -4,7 +4,11 @@
  * An object is a file ROOT/<key>; a put writes a temporary file beside
  * it, fsyncs it, then link()s (create-once) or rename()s it into place and
  * fsyncs the directory, so objects are atomic and durable on return.
- * Multipart uploads live under ROOT/.mpu/<upload id>/ until completed.
+ * Multipart uploads live under ROOT/#mpu/<upload id>/ until completed
+ * ('#' can never appear in a key, so no object can collide with them).
+ * Limits of this backend: a key component longer than the file system's
+ * NAME_MAX, and the second of two keys where one is a directory of the
+ * other ("a" and "a/b"), cannot be stored: put answers -EINVAL (logged).
  */
 #ifndef NOVAFS_STORE_DIR_H
 #define NOVAFS_STORE_DIR_H

@@ -41,8 +41,11 @@ struct store_mpu; /* one multipart upload in progress; opaque */
 
 #define STORE_CREATE_ONCE 0x1u
 
+/* Longest valid key in bytes (invariant 5); a key buffer needs one more. */
+#define STORE_KEY_MAX 1024
+
 /* Request and byte counters of one store, kept by store.c for every
- * backend.  Monotonic; read with store_stats(). */
+ * backend.  Monotonic; read with store_get_stats(). */
 struct store_stats {
 	uint64_t puts, gets, heads, deletes, lists;
 	uint64_t mpu_creates, mpu_parts, mpu_copies, mpu_completes, mpu_aborts;
