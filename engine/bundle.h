@@ -77,7 +77,8 @@ struct bundle_run {
 
 struct bundle_enc_opts {
 	size_t chunk_target; /* raw bytes per chunk before starting another (>= 1) */
-	int zstd_level;      /* 0: never compress; else try and keep when it saves >= 1/16 */
+	int zstd_level;      /* 0: never compress; else try and keep when it saves >= 1/16
+			      * (negative: zstd's fast levels; clamped to zstd's range) */
 };
 
 /* An encoded object, as segments to hand to store_put(). */
@@ -96,7 +97,9 @@ struct bundle_out {
 /*
  * Encode runs (borrowed; sorted by stream_id, at most one run per stream)
  * into out.  Returns 0, -EINVAL (unsorted, empty run, frames that do not
- * hold nrec records), -E2BIG (a record over BUNDLE_RECORD_MAX), -ENOMEM.
+ * hold nrec records, chunk_target 0), -E2BIG (a record over
+ * BUNDLE_RECORD_MAX, or more than BUNDLE_ENTRIES_MAX chunks), -ENOMEM.
+ * nruns == 0 gives a valid object of only a trailer (no entries).
  * On failure out is left empty.  The iovecs borrow the runs' frames for
  * uncompressed chunks: keep the runs alive until bundle_out_free().
  */
@@ -153,7 +156,8 @@ int bundle_footer_open(const void *win, size_t len, uint64_t win_off,
 /*
  * Read only the trailer (the last 32 bytes of an object) to learn the
  * footer window: *footer_off, *footer_len.  object_size bounds it.
- * 0 or -EBADMSG.
+ * len may exceed 32 (a larger suffix of the object): the last 32 bytes
+ * are the trailer.  0 or -EBADMSG.
  */
 int bundle_trailer_parse(const void *trailer, size_t len, uint64_t object_size,
 			 uint64_t *footer_off, uint32_t *footer_len)

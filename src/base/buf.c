@@ -32,7 +32,9 @@ int nv_buf_reserve(struct nv_buf *b, size_t extra)
 	size_t need, ncap;
 	uint8_t *p;
 
-	if (extra > b->max - b->len)
+	/* The second test keeps len + extra + 1 from wrapping when max is
+	 * SIZE_MAX. */
+	if (extra > b->max - b->len || extra > SIZE_MAX - 1 - b->len)
 		return -E2BIG;
 	need = b->len + extra + 1; /* +1: room for a NUL after printf */
 	if (need <= b->cap)
@@ -40,7 +42,7 @@ int nv_buf_reserve(struct nv_buf *b, size_t extra)
 	ncap = b->cap ? b->cap : 64;
 	while (ncap < need)
 		ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
-	if (ncap > b->max + 1)
+	if (ncap - 1 > b->max) /* not ncap > max + 1: max may be SIZE_MAX */
 		ncap = b->max + 1;
 	p = realloc(b->ptr, ncap);
 	if (!p)
