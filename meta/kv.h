@@ -21,6 +21,11 @@
  *     common prefix).
  *  4. Every call is thread-safe.
  *
+ * Range and floor bounds may be KV_KEY_MAX + 1 bytes long, so the end of
+ * a maximal prefix (prefix + 0xFF) is a valid bound.  A transaction of
+ * compares only writes nothing and keeps the revision.  A transaction is
+ * single-use: committing it twice, or building after commit, is -EINVAL.
+ *
  * Errors: 0 or negative errno.  -ENOENT no such key (get/floor),
  * -ECANCELED a compare failed (nothing written), -EBUSY the backend
  * stayed busy past its timeout, -ENOSPC, -EIO.

@@ -1,1 +1,454 @@
-int main(void){return 0;}
+/*
+ * novafs.c - the mount daemon: `novafs [-f] [-o opt,...] MOUNTPOINT`.
+ *
+ * For: parsing options, starting the engine (engine/star.h) and the FUSE
+ * session (fs/fs.h), daemonizing, and the graceful close when the
+ * filesystem is unmounted or the daemon is signalled.  Not for: engine
+ * or filesystem logic.
+ *
+ * Start-up order: parse -> (fork; the parent waits for the child's
+ * verdict on a pipe, so start-up errors reach the terminal) -> open the
+ * engine (recovery runs here) -> mount -> serve.
+ * Shut-down order: the loop ends -> unmount -> close the engine (flush,
+ * drain, absorb, mark epochs settled) -> free.
+ */
+#include "config.h"
+#include "engine/star.h"
+#include "fs/fs.h"
+#include "src/base/clock.h"
+#include "src/base/failpoint.h"
+#include "src/base/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_opt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct options {
+	char *data_dir;
+	char *store;
+	char *meta;
+	char *star;
+	char *debug;
+	char *log;
+	unsigned backlog_mib;
+	unsigned tail_cache_mib;
+	unsigned read_cache_mib;
+	unsigned flight_kib;
+	unsigned linger_us;
+	unsigned put_window;
+	unsigned put_timeout_s;
+	unsigned chunk_kib;
+	int compress;
+	unsigned readahead;
+	unsigned prefetch_threads;
+	unsigned absorb_batch;
+	unsigned max_write_kib;
+	double attr_timeout;
+	unsigned age_cap_standard_s;
+	unsigned age_cap_express_s;
+	int show_help;
+	int show_version;
+};
+
+#define OPT(t, p) { t, offsetof(struct options, p), 1 }
+
+static const struct fuse_opt nova_opts[] = {
+	OPT("data_dir=%s", data_dir),
+	OPT("store=%s", store),
+	OPT("meta=%s", meta),
+	OPT("star=%s", star),
+	OPT("debug=%s", debug),
+	OPT("log=%s", log),
+	OPT("backlog_mib=%u", backlog_mib),
+	OPT("tail_window_cache_mib=%u", tail_cache_mib),
+	OPT("read_cache_mib=%u", read_cache_mib),
+	OPT("flight_kib=%u", flight_kib),
+	OPT("linger_us=%u", linger_us),
+	OPT("put_window=%u", put_window),
+	OPT("put_timeout_s=%u", put_timeout_s),
+	OPT("chunk_kib=%u", chunk_kib),
+	OPT("compress=%d", compress),
+	OPT("readahead=%u", readahead),
+	OPT("prefetch_threads=%u", prefetch_threads),
+	OPT("absorb_batch=%u", absorb_batch),
+	OPT("max_write_kib=%u", max_write_kib),
+	OPT("attr_timeout=%lf", attr_timeout),
+	OPT("age_cap_standard_s=%u", age_cap_standard_s),
+	OPT("age_cap_express_s=%u", age_cap_express_s),
+	OPT("-h", show_help),
+	OPT("--help", show_help),
+	OPT("-V", show_version),
+	OPT("--version", show_version),
+	FUSE_OPT_END
+};
+
+static void default_data_dir(char *buf, size_t cap)
+{
+	const char *x = getenv("XDG_DATA_HOME"), *h = getenv("HOME");
+
+	if (geteuid() == 0)
+		snprintf(buf, cap, "/var/lib/novafs");
+	else if (x && *x)
+		snprintf(buf, cap, "%s/novafs", x);
+	else
+		snprintf(buf, cap, "%s/.local/share/novafs", h ? h : "/tmp");
+}
+
+static void usage(const char *prog, const struct options *d)
+{
+	char dd[PATH_MAX];
+
+	default_data_dir(dd, sizeof(dd));
+	printf("usage: %s [-f] [-o opt,...] MOUNTPOINT\n\n"
+	       "A durable stream store on object storage: every file is an append-only\n"
+	       "stream; write() returns when the record is durable.  See novafs(8).\n\n"
+	       "novafs options:\n"
+	       "    -o data_dir=DIR            embedded store, metastore and star id (%s)\n"
+	       "    -o store=URL               object store: dir:/path (dir:DATA_DIR/objects)\n"
+	       "    -o meta=URL                metastore: sqlite:/path.db (sqlite:DATA_DIR/meta.db)\n"
+	       "    -o star=ID                 star id, 1-32 of [a-z0-9-] (DATA_DIR/star-id)\n"
+	       "    -o backlog_mib=N           admitted-but-unabsorbed budget (%u)\n"
+	       "    -o tail_window_cache_mib=N hot read cache (%u)\n"
+	       "    -o read_cache_mib=N        decoded chunks and footers for cold reads (%u)\n"
+	       "    -o flight_kib=N            seal a flight at this size (%u)\n"
+	       "    -o linger_us=N             seal a flight this long after its first record\n"
+	       "                               while PUTs are in flight (%u)\n"
+	       "    -o put_window=N            slot PUTs in flight per chain (%u)\n"
+	       "    -o put_timeout_s=N         retry a failing slot PUT this long, then fail\n"
+	       "                               the writes and halt the chain (%u)\n"
+	       "    -o chunk_kib=N             target raw size of a bundle chunk (%u)\n"
+	       "    -o compress=N              zstd level per chunk, 0 = off (%d)\n"
+	       "    -o readahead=N             chunks fetched ahead of a sequential reader (%u)\n"
+	       "    -o prefetch_threads=N      read-ahead threads (%u)\n"
+	       "    -o absorb_batch=N          max slots per absorb batch (%u)\n"
+	       "    -o max_write_kib=N         largest write request, i.e. record (%u)\n"
+	       "    -o attr_timeout=S          kernel attribute cache seconds (%.1f)\n"
+	       "    -o age_cap_standard_s=N    standard batch markers ripen after (%u)\n"
+	       "    -o age_cap_express_s=N     express batch markers ripen after (%u)\n"
+	       "    -o debug=LIST              debug log for subsystems (all, fs, chain,\n"
+	       "                               flight, absorb, read, store, meta, recover, cache)\n"
+	       "    -o log=FILE                log here (default: stderr with -f, else syslog)\n"
+	       "    -h, --help                 this help\n"
+	       "    -V, --version              print the version\n\n",
+	       prog, dd, d->backlog_mib, d->tail_cache_mib, d->read_cache_mib, d->flight_kib,
+	       d->linger_us, d->put_window, d->put_timeout_s, d->chunk_kib, d->compress,
+	       d->readahead, d->prefetch_threads, d->absorb_batch, d->max_write_kib,
+	       d->attr_timeout, d->age_cap_standard_s, d->age_cap_express_s);
+	printf("FUSE options:\n");
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+static void set_defaults(struct options *o)
+{
+	struct star_cfg d;
+
+	star_cfg_defaults(&d);
+	memset(o, 0, sizeof(*o));
+	o->backlog_mib = (unsigned)(d.backlog_bytes >> 20);
+	o->tail_cache_mib = (unsigned)(d.tail_cache_bytes >> 20);
+	o->read_cache_mib = (unsigned)(d.read_cache_bytes >> 20);
+	o->flight_kib = (unsigned)(d.flight_max >> 10);
+	o->linger_us = (unsigned)(d.linger_ns / 1000);
+	o->put_window = d.put_window;
+	o->put_timeout_s = (unsigned)(d.put_timeout_ns / NV_NS_PER_S);
+	o->chunk_kib = d.chunk_kib;
+	o->compress = d.zstd_level;
+	o->readahead = d.readahead;
+	o->prefetch_threads = d.prefetch_threads;
+	o->absorb_batch = d.absorb_batch_slots;
+	o->max_write_kib = 1024;
+	o->attr_timeout = 1.0;
+	o->age_cap_standard_s = (unsigned)(d.age_cap_ns[NV_CLASS_STANDARD] / NV_NS_PER_S);
+	o->age_cap_express_s = (unsigned)(d.age_cap_ns[NV_CLASS_EXPRESS] / NV_NS_PER_S);
+}
+
+static int check_options(const struct options *o)
+{
+	struct {
+		const char *name;
+		unsigned v, lo, hi;
+	} r[] = {
+		{ "backlog_mib", o->backlog_mib, 1, 1u << 20 },
+		{ "tail_window_cache_mib", o->tail_cache_mib, 0, 1u << 20 },
+		{ "read_cache_mib", o->read_cache_mib, 1, 1u << 20 },
+		{ "flight_kib", o->flight_kib, 4, 1u << 20 },
+		{ "linger_us", o->linger_us, 0, 10000000 },
+		{ "put_window", o->put_window, 1, 64 },
+		{ "put_timeout_s", o->put_timeout_s, 1, 86400 },
+		{ "chunk_kib", o->chunk_kib, 4, 16384 },
+		{ "readahead", o->readahead, 0, 64 },
+		{ "prefetch_threads", o->prefetch_threads, 0, 64 },
+		{ "absorb_batch", o->absorb_batch, 1, 65536 },
+		{ "max_write_kib", o->max_write_kib, 4, 1024 },
+	};
+
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		if (r[i].v < r[i].lo || r[i].v > r[i].hi) {
+			fprintf(stderr, "novafs: -o %s=%u is out of range [%u, %u]\n", r[i].name,
+				r[i].v, r[i].lo, r[i].hi);
+			return -1;
+		}
+	}
+	if (o->compress < -7 || o->compress > 19) {
+		fprintf(stderr, "novafs: -o compress=%d is out of range [-7, 19]\n", o->compress);
+		return -1;
+	}
+	if (o->attr_timeout < 0 || o->attr_timeout > 3600) {
+		fprintf(stderr, "novafs: -o attr_timeout must be in [0, 3600]\n");
+		return -1;
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t dummy;
+
+/* The daemon's verdict to the waiting parent: one byte, 0 = mounted. */
+static void tell_parent(int fd, int code)
+{
+	unsigned char c = (unsigned char)code;
+
+	if (fd >= 0) {
+		ssize_t w = write(fd, &c, 1);
+
+		(void)w;
+		close(fd);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts fopts;
+	struct fuse_loop_config *lcfg = NULL;
+	struct fuse_session *se = NULL;
+	struct nova_fs *fs = NULL;
+	struct star *st = NULL;
+	struct star_cfg scfg;
+	struct fs_cfg fcfg;
+	struct options o, defaults;
+	char dd[PATH_MAX];
+	int ret = 1, rc, status_fd = -1;
+
+	set_defaults(&o);
+	defaults = o;
+	if (fuse_opt_parse(&args, &o, nova_opts, NULL) == -1)
+		return 1;
+	if (o.show_help) {
+		usage(argv[0], &defaults);
+		return 0;
+	}
+	if (o.show_version) {
+		printf("novafs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
+		return 0;
+	}
+	if (fuse_parse_cmdline(&args, &fopts) != 0)
+		return 1;
+	if (!fopts.mountpoint) {
+		fprintf(stderr, "usage: %s [-f] [-o opt,...] MOUNTPOINT (--help for options)\n",
+			argv[0]);
+		return 1;
+	}
+	if (check_options(&o))
+		goto out_args;
+	if (o.debug) {
+		const char *bad;
+		int badlen;
+
+		if (nv_log_set_debug(o.debug, &bad, &badlen)) {
+			fprintf(stderr, "novafs: unknown debug subsystem '%.*s'\n", badlen, bad);
+			goto out_args;
+		}
+	}
+	if (fopts.debug)
+		nv_log_level = NV_DEBUG;
+	if (nv_fp_init_from_env()) {
+		fprintf(stderr, "novafs: bad NOVAFS_FAILPOINTS\n");
+		goto out_args;
+	}
+	if (o.data_dir) {
+		if (!realpath(o.data_dir, dd)) {
+			if (errno != ENOENT || o.data_dir[0] != '/') {
+				fprintf(stderr, "novafs: data_dir %s: %s\n", o.data_dir,
+					strerror(errno));
+				goto out_args;
+			}
+			snprintf(dd, sizeof(dd), "%s", o.data_dir);
+		}
+	} else {
+		default_data_dir(dd, sizeof(dd));
+	}
+	if (o.log) {
+		int lfd = open(o.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+
+		if (lfd < 0) {
+			fprintf(stderr, "novafs: log %s: %s\n", o.log, strerror(errno));
+			goto out_args;
+		}
+		dup2(lfd, STDERR_FILENO);
+		close(lfd);
+	}
+
+	/* Daemonize before any thread starts; the parent reports how the
+	 * start-up went. */
+	if (!fopts.foreground) {
+		int p[2];
+		pid_t pid;
+
+		if (pipe(p)) {
+			perror("novafs: pipe");
+			goto out_args;
+		}
+		pid = fork();
+		if (pid < 0) {
+			perror("novafs: fork");
+			goto out_args;
+		}
+		if (pid > 0) {
+			unsigned char c = 1;
+
+			close(p[1]);
+			if (read(p[0], &c, 1) != 1)
+				c = 1;
+			if (c != 0)
+				fprintf(stderr, "novafs: start-up failed (see the log)\n");
+			_exit(c);
+		}
+		close(p[0]);
+		status_fd = p[1];
+		setsid();
+		if (!o.log)
+			nv_log_use_syslog("novafs");
+	}
+
+	fcfg.attr_timeout = o.attr_timeout;
+	fcfg.entry_timeout = o.attr_timeout;
+	fcfg.max_write = o.max_write_kib << 10;
+	fcfg.max_readahead = 1u << 20;
+	fcfg.uid = getuid();
+	fcfg.gid = getgid();
+	fcfg.data_dir = dd;
+	if (nova_fs_new(&fcfg, &fs))
+		goto out_parent;
+
+	star_cfg_defaults(&scfg);
+	scfg.data_dir = dd;
+	scfg.store_url = o.store;
+	scfg.meta_url = o.meta;
+	scfg.star_id = o.star;
+	scfg.backlog_bytes = (uint64_t)o.backlog_mib << 20;
+	scfg.tail_cache_bytes = (uint64_t)o.tail_cache_mib << 20;
+	scfg.read_cache_bytes = (uint64_t)o.read_cache_mib << 20;
+	scfg.flight_max = (uint64_t)o.flight_kib << 10;
+	scfg.linger_ns = (uint64_t)o.linger_us * 1000;
+	scfg.put_window = o.put_window;
+	scfg.put_timeout_ns = (uint64_t)o.put_timeout_s * NV_NS_PER_S;
+	scfg.chunk_kib = o.chunk_kib;
+	scfg.zstd_level = o.compress;
+	scfg.readahead = o.readahead;
+	scfg.prefetch_threads = o.prefetch_threads;
+	scfg.absorb_batch_slots = o.absorb_batch;
+	scfg.age_cap_ns[NV_CLASS_STANDARD] = (uint64_t)o.age_cap_standard_s * NV_NS_PER_S;
+	scfg.age_cap_ns[NV_CLASS_EXPRESS] = (uint64_t)o.age_cap_express_s * NV_NS_PER_S;
+	scfg.acked = nova_fs_acked;
+	scfg.acked_arg = fs;
+	rc = star_open(&scfg, &st);
+	if (rc) {
+		fprintf(stderr, "novafs: cannot start on %s: %s\n", dd, strerror(-rc));
+		goto out_parent;
+	}
+	nova_fs_set_star(fs, st);
+
+	{
+		/* max_read must also be a mount option (libfuse docs). */
+		char mr[64];
+
+		snprintf(mr, sizeof(mr), "-omax_read=%u", 1u << 20);
+		fuse_opt_add_arg(&args, mr);
+		fuse_opt_add_arg(&args, "-osubtype=novafs");
+		fuse_opt_add_arg(&args, "-ofsname=novafs");
+	}
+	se = fuse_session_new(&args, nova_fs_ops(), sizeof(*nova_fs_ops()), fs);
+	if (!se)
+		goto out_star;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, fopts.mountpoint) != 0) {
+		fprintf(stderr, "novafs: cannot mount on %s\n", fopts.mountpoint);
+		goto out_signals;
+	}
+	nova_fs_set_session(fs, se);
+	nv_log(NV_INFO, NV_SUB_MAIN, "star %s serving %s on %s", star_id(st), dd,
+	       fopts.mountpoint);
+	if (status_fd >= 0) {
+		int nul = open("/dev/null", O_RDWR);
+
+		tell_parent(status_fd, 0);
+		status_fd = -1;
+		if (nul >= 0) {
+			dup2(nul, STDIN_FILENO);
+			dup2(nul, STDOUT_FILENO);
+			if (!o.log)
+				dup2(nul, STDERR_FILENO);
+			if (nul > 2)
+				close(nul);
+		}
+		if (chdir("/"))
+			dummy = 1;
+	}
+
+	if (fopts.singlethread) {
+		ret = fuse_session_loop(se);
+	} else {
+		lcfg = fuse_loop_cfg_create();
+		fuse_loop_cfg_set_clone_fd(lcfg, fopts.clone_fd);
+		/* libfuse leaves max_threads at UINT_MAX when -o max_threads
+		 * is absent. */
+		fuse_loop_cfg_set_max_threads(lcfg, fopts.max_threads && fopts.max_threads <= 100000
+							    ? fopts.max_threads : 32);
+		if (fopts.max_idle_threads <= 100000) /* UINT_MAX: unset */
+			fuse_loop_cfg_set_idle_threads(lcfg, fopts.max_idle_threads);
+		ret = fuse_session_loop_mt(se, lcfg);
+		fuse_loop_cfg_destroy(lcfg);
+	}
+	nv_log(NV_INFO, NV_SUB_MAIN, "unmounting %s: flushing and absorbing", fopts.mountpoint);
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	/* The engine first: its last acknowledgements reply through the
+	 * session, which must outlive them.  The kernel's inodes are gone
+	 * with the session loop. */
+	nova_fs_forget_all(fs);
+	rc = star_close(st);
+	st = NULL;
+	if (rc)
+		ret = 1;
+	nova_fs_set_session(fs, NULL);
+	fuse_session_destroy(se);
+out_star:
+	if (st)
+		(void)star_close(st);
+out_parent:
+	tell_parent(status_fd, 1);
+	nova_fs_free(fs);
+out_args:
+	free(fopts.mountpoint);
+	fuse_opt_free_args(&args);
+	free(o.data_dir);
+	free(o.store);
+	free(o.meta);
+	free(o.star);
+	free(o.debug);
+	free(o.log);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,500 @@
+/*
+ * absorb.c - see absorb.h.
+ *
+ * Locking: a->lock guards the queue, the committed chain row and the
+ * error; the commit itself runs unlocked on the absorb thread, which is
+ * the only writer of the chain row while the chain is LIVE.  Lock order:
+ * a->lock is never held while taking a stream lock.
+ */
+#include "config.h"
+#include "engine/absorb.h"
+#include "meta/markers.h"
+#include "meta/refs.h"
+#include "meta/streams.h"
+#include "src/base/clock.h"
+#include "src/base/failpoint.h"
+#include "src/base/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Writes per metastore transaction when writing refs (2 per ref).  Large
+ * enough to amortise a commit, small enough for a remote metastore's
+ * transaction limits. */
+#define REF_TXN_WRITES 512
+
+/* ------------------------------------------------------ batch commit */
+
+struct ref_build {
+	struct meta_ref *refs;
+	uint32_t n, cap;
+	/* stream id -> index in refs, open addressing */
+	uint64_t *keys;
+	uint32_t *vals;
+	uint32_t nslots_map;
+};
+
+static int rb_index(struct ref_build *b, uint64_t stream, bool *fresh)
+{
+	uint32_t mask = b->nslots_map - 1;
+	uint32_t h = (uint32_t)((stream * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+
+	while (b->vals[h] != UINT32_MAX) {
+		if (b->keys[h] == stream) {
+			*fresh = false;
+			return (int)b->vals[h];
+		}
+		h = (h + 1) & mask;
+	}
+	if (b->n == b->cap)
+		return -ENOMEM; /* sized up front; cannot happen */
+	b->keys[h] = stream;
+	b->vals[h] = b->n;
+	meta_ref_init(&b->refs[b->n]);
+	*fresh = true;
+	return (int)b->n++;
+}
+
+static void rb_free(struct ref_build *b)
+{
+	for (uint32_t i = 0; i < b->n; i++)
+		meta_ref_clear(&b->refs[i]);
+	free(b->refs);
+	free(b->keys);
+	free(b->vals);
+}
+
+static int stream_cmp(const void *x, const void *y)
+{
+	const struct meta_marker_stream *a = x, *b = y;
+
+	return a->stream_id < b->stream_id ? -1 : a->stream_id > b->stream_id;
+}
+
+int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
+			const struct absorb_slot *slots, uint32_t n,
+			const struct absorb_policy *pol, struct absorb_result *res)
+{
+	struct ref_build b = { 0 };
+	struct meta_marker mk = { 0 };
+	struct meta_chain next;
+	struct kv_txn *t = NULL;
+	uint64_t total = 0, rev;
+	int rc = 0;
+
+	if (n == 0)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		if (slots[i].slot != row->checkpoint + i)
+			return -EINVAL;
+		total += slots[i].nruns;
+	}
+	b.cap = (uint32_t)(total ? total : 1);
+	b.nslots_map = 16;
+	while (b.nslots_map < b.cap * 2)
+		b.nslots_map *= 2;
+	b.refs = calloc(b.cap, sizeof(*b.refs));
+	b.keys = calloc(b.nslots_map, sizeof(*b.keys));
+	b.vals = malloc(b.nslots_map * sizeof(*b.vals));
+	if (!b.refs || !b.keys || !b.vals) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(b.vals, 0xff, b.nslots_map * sizeof(*b.vals));
+
+	/* One ref per stream, slot entries in slot order. */
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		for (uint32_t j = 0; j < slots[i].nruns && !rc; j++) {
+			const struct absorb_run *run = &slots[i].runs[j];
+			struct meta_ref_slot se = {
+				.slot = slots[i].slot, .first_seq = run->first_seq,
+				.first_byte = run->first_byte,
+				.footer_off = slots[i].footer_off,
+				.footer_len = slots[i].footer_len,
+			};
+			bool fresh;
+			int idx = rb_index(&b, run->stream_id, &fresh);
+			struct meta_ref *r;
+
+			if (idx < 0) {
+				rc = idx;
+				break;
+			}
+			r = &b.refs[idx];
+			if (fresh) {
+				r->stream_id = run->stream_id;
+				r->kind = META_REF_SPAN;
+				r->first_seq = r->end_seq = run->first_seq;
+				r->first_byte = r->end_byte = run->first_byte;
+				r->cls = row->cls;
+				strcpy(r->star, row->star);
+				r->epoch = row->epoch;
+			}
+			if (r->end_seq != run->first_seq || r->end_byte != run->first_byte ||
+			    run->nrec == 0) {
+				nv_log(NV_ERR, NV_SUB_ABSORB,
+				       "stream %llu: slot %llu run at seq %llu does not continue "
+				       "the batch at seq %llu", (unsigned long long)run->stream_id,
+				       (unsigned long long)slots[i].slot,
+				       (unsigned long long)run->first_seq,
+				       (unsigned long long)r->end_seq);
+				rc = -EINVAL;
+				break;
+			}
+			rc = meta_ref_add_slot(r, &se);
+			r->end_seq += run->nrec;
+			r->end_byte += run->nbytes;
+			if (run->max_ts > r->max_ts)
+				r->max_ts = run->max_ts;
+		}
+	}
+	if (rc)
+		goto out;
+
+	rc = NV_FP("absorb.before_refs");
+	/* Refs (and their byte-index rows), in bounded transactions.  Plain
+	 * puts: a re-run rewrites identical values (invariant 2). */
+	for (uint32_t i = 0; i < b.n && !rc; i++) {
+		if (!t && !(t = kv_txn_new())) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = meta_ref_txn_put(t, &b.refs[i]);
+		if (!rc && (kv_txn_nwrites(t) >= REF_TXN_WRITES || i + 1 == b.n)) {
+			rc = kv_txn_commit(kv, t, NULL);
+			kv_txn_free(t);
+			t = NULL;
+		}
+	}
+	kv_txn_free(t);
+	t = NULL;
+	if (!rc)
+		rc = NV_FP("absorb.after_refs");
+	if (rc)
+		goto out;
+
+	/* The marker of the batch, then checkpoint + marker in one commit. */
+	mk.cls = row->cls;
+	strcpy(mk.star, row->star);
+	mk.epoch = row->epoch;
+	mk.first_slot = slots[0].slot;
+	mk.end_slot = slots[n - 1].slot + 1;
+	mk.birth_ns = nv_now_wall_ns();
+	mk.ripe_ns = mk.birth_ns + pol->age_cap_ns;
+	mk.crossed = 0;
+	mk.nstreams = b.n;
+	mk.streams = calloc(b.n ? b.n : 1, sizeof(*mk.streams));
+	if (!mk.streams) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < b.n; i++) {
+		mk.streams[i].stream_id = b.refs[i].stream_id;
+		mk.streams[i].first_seq = b.refs[i].first_seq;
+		mk.streams[i].bytes = b.refs[i].end_byte - b.refs[i].first_byte;
+	}
+	qsort(mk.streams, b.n, sizeof(*mk.streams), stream_cmp);
+	next = *row;
+	next.checkpoint = mk.end_slot;
+	t = kv_txn_new();
+	if (!t) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = meta_chain_txn_put(t, &next, *ver);
+	if (!rc)
+		rc = meta_marker_txn_put(t, &mk);
+	if (!rc)
+		rc = kv_txn_commit(kv, t, &rev);
+	if (!rc) {
+		*row = next;
+		*ver = rev;
+		if (res) {
+			res->nrefs = b.n;
+			res->end_slot = mk.end_slot;
+		}
+		rc = NV_FP("absorb.after_checkpoint");
+	}
+out:
+	kv_txn_free(t);
+	free(mk.streams);
+	rb_free(&b);
+	return rc;
+}
+
+/* ------------------------------------------------------ the live absorb */
+
+struct absorb {
+	struct absorb_cfg cfg;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t work;       /* the absorb thread: something queued */
+	pthread_cond_t idle;       /* drainers: the queue went empty */
+	struct flight *qhead, *qtail; /* lock */
+	uint32_t qlen;             /* lock */
+	bool busy;                 /* lock: a batch is being committed */
+	bool stop;                 /* lock */
+	int err;                   /* lock: set when the chain was taken from us */
+	struct meta_chain row;     /* lock */
+	uint64_t row_ver;          /* lock */
+};
+
+void absorb_push(void *arg, struct flight *f)
+{
+	struct absorb *a = arg;
+
+	f->next = NULL;
+	pthread_mutex_lock(&a->lock);
+	if (a->qtail)
+		a->qtail->next = f;
+	else
+		a->qhead = f;
+	a->qtail = f;
+	a->qlen++;
+	pthread_cond_signal(&a->work);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* After a batch committed: frontiers, flight index, tokens, memory. */
+static void finish_batch(struct absorb *a, struct flight *list)
+{
+	uint64_t tokens = 0;
+
+	while (list) {
+		struct flight *f = list;
+
+		list = f->next;
+		for (uint32_t i = 0; i < f->nruns; i++) {
+			struct flight_run *r = &f->runs[i];
+			struct nv_stream *s = r->stream;
+			uint64_t end_seq = r->first_seq + r->nrec;
+
+			pthread_mutex_lock(&s->lock);
+			if (end_seq > atomic_load(&s->frontier_seq)) {
+				atomic_store(&s->frontier_seq, end_seq);
+				atomic_store(&s->frontier_byte, r->first_byte + r->nbytes);
+			}
+			stream_pend_pop_below(s, end_seq);
+			pthread_mutex_unlock(&s->lock);
+		}
+		tokens += f->tokens;
+		flight_free(f);
+	}
+	backlog_give(a->cfg.backlog, tokens);
+}
+
+static int commit_flights(struct absorb *a, struct flight *list, uint32_t n)
+{
+	struct absorb_slot *slots = calloc(n, sizeof(*slots));
+	struct absorb_run *runs;
+	struct absorb_result res;
+	uint32_t total = 0, k = 0, i = 0;
+	int rc;
+
+	if (!slots)
+		return -ENOMEM;
+	for (struct flight *f = list; f; f = f->next)
+		total += f->nruns;
+	runs = calloc(total ? total : 1, sizeof(*runs));
+	if (!runs) {
+		free(slots);
+		return -ENOMEM;
+	}
+	for (struct flight *f = list; f; f = f->next, i++) {
+		slots[i].slot = f->slot;
+		slots[i].footer_off = f->footer_off;
+		slots[i].footer_len = f->footer_len;
+		slots[i].nruns = f->nruns;
+		slots[i].runs = &runs[k];
+		for (uint32_t j = 0; j < f->nruns; j++, k++) {
+			runs[k].stream_id = f->runs[j].stream->id;
+			runs[k].first_seq = f->runs[j].first_seq;
+			runs[k].first_byte = f->runs[j].first_byte;
+			runs[k].nbytes = f->runs[j].nbytes;
+			runs[k].max_ts = f->runs[j].max_ts;
+			runs[k].nrec = f->runs[j].nrec;
+		}
+	}
+	{
+		struct meta_chain row;
+		uint64_t ver;
+
+		/* Commit on a copy: readers of a->row hold a->lock. */
+		pthread_mutex_lock(&a->lock);
+		row = a->row;
+		ver = a->row_ver;
+		pthread_mutex_unlock(&a->lock);
+		rc = absorb_commit_batch(a->cfg.kv, &row, &ver, slots, n, &a->cfg.policy, &res);
+		if (!rc) {
+			pthread_mutex_lock(&a->lock);
+			a->row = row;
+			a->row_ver = ver;
+			pthread_mutex_unlock(&a->lock);
+		}
+	}
+	if (!rc) {
+		NV_STAT_ADD(a->cfg.stats, absorb_batches, 1);
+		NV_STAT_ADD(a->cfg.stats, span_refs, res.nrefs);
+		nv_log(NV_DEBUG, NV_SUB_ABSORB, "%s/%s epoch %llu: slots [%llu, %llu) -> %u refs",
+		       nv_class_name(a->row.cls), a->row.star, (unsigned long long)a->row.epoch,
+		       (unsigned long long)slots[0].slot, (unsigned long long)res.end_slot,
+		       res.nrefs);
+	}
+	free(runs);
+	free(slots);
+	return rc;
+}
+
+static void *absorb_main(void *arg)
+{
+	struct absorb *a = arg;
+	unsigned failures = 0;
+
+	pthread_mutex_lock(&a->lock);
+	for (;;) {
+		struct flight *list, *last;
+		uint32_t n = 0;
+		int rc;
+
+		while (!a->stop && (!a->qhead || a->err))
+			pthread_cond_wait(&a->work, &a->lock);
+		if (!a->qhead || a->err)
+			break;
+		/* Take up to max_batch_slots flights from the head. */
+		list = last = a->qhead;
+		n = 1;
+		while (last->next && n < a->cfg.max_batch_slots) {
+			last = last->next;
+			n++;
+		}
+		a->qhead = last->next;
+		if (!a->qhead)
+			a->qtail = NULL;
+		last->next = NULL;
+		a->qlen -= n;
+		a->busy = true;
+		pthread_mutex_unlock(&a->lock);
+
+		rc = commit_flights(a, list, n);
+
+		pthread_mutex_lock(&a->lock);
+		if (rc == 0) {
+			failures = 0;
+			pthread_mutex_unlock(&a->lock);
+			finish_batch(a, list);
+			pthread_mutex_lock(&a->lock);
+		} else {
+			/* Put the batch back at the head and retry; the rows
+			 * written so far are rewritten identically. */
+			last->next = a->qhead;
+			a->qhead = list;
+			if (!a->qtail)
+				a->qtail = last;
+			a->qlen += n;
+			if (rc == -ECANCELED) {
+				a->err = rc;
+				nv_log(NV_ERR, NV_SUB_ABSORB,
+				       "%s/%s epoch %llu: chain row changed under the absorb "
+				       "(fenced?): absorb stopped",
+				       nv_class_name(a->row.cls), a->row.star,
+				       (unsigned long long)a->row.epoch);
+			} else {
+				uint64_t ms = failures < 10 ? 10u << failures : 5000;
+				struct timespec ts;
+
+				if (ms > 5000)
+					ms = 5000;
+				if (failures++ % 20 == 0)
+					nv_log(NV_WARN, NV_SUB_ABSORB,
+					       "%s/%s epoch %llu: commit failed (%s); retrying",
+					       nv_class_name(a->row.cls), a->row.star,
+					       (unsigned long long)a->row.epoch, strerror(-rc));
+				pthread_mutex_unlock(&a->lock);
+				ts.tv_sec = (time_t)(ms / 1000);
+				ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+				nanosleep(&ts, NULL);
+				pthread_mutex_lock(&a->lock);
+			}
+		}
+		a->busy = false;
+		if (!a->qhead)
+			pthread_cond_broadcast(&a->idle);
+	}
+	pthread_cond_broadcast(&a->idle);
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+int absorb_new(const struct absorb_cfg *cfg, struct absorb **out)
+{
+	struct absorb *a = calloc(1, sizeof(*a));
+	int rc;
+
+	if (!a)
+		return -ENOMEM;
+	a->cfg = *cfg;
+	if (!a->cfg.max_batch_slots)
+		a->cfg.max_batch_slots = 1;
+	a->row = cfg->row;
+	a->row_ver = cfg->row_ver;
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->work, NULL);
+	pthread_cond_init(&a->idle, NULL);
+	rc = -pthread_create(&a->thread, NULL, absorb_main, a);
+	if (rc) {
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+int absorb_drain(struct absorb *a)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->lock);
+	while ((a->qhead || a->busy) && !a->err)
+		pthread_cond_wait(&a->idle, &a->lock);
+	rc = a->err;
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+void absorb_chain_row(struct absorb *a, struct meta_chain *row, uint64_t *ver)
+{
+	pthread_mutex_lock(&a->lock);
+	*row = a->row;
+	*ver = a->row_ver;
+	pthread_mutex_unlock(&a->lock);
+}
+
+void absorb_free(struct absorb *a)
+{
+	struct flight *f;
+
+	if (!a)
+		return;
+	(void)absorb_drain(a);
+	pthread_mutex_lock(&a->lock);
+	a->stop = true;
+	pthread_cond_broadcast(&a->work);
+	pthread_mutex_unlock(&a->lock);
+	pthread_join(a->thread, NULL);
+	/* Flights left only when the absorb was stopped by an error: their
+	 * records are acked and durable; recovery will absorb them. */
+	while ((f = a->qhead)) {
+		a->qhead = f->next;
+		backlog_give(a->cfg.backlog, f->tokens);
+		flight_free(f);
+	}
+	pthread_cond_destroy(&a->work);
+	pthread_cond_destroy(&a->idle);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}

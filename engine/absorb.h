@@ -1,0 +1,116 @@
+/*
+ * absorb.h - the leader's background consumer of its own released
+ * flights, and the batch commit that recovery shares with it.
+ *
+ * For: turning slots into refs.  Per batch (a run of consecutive slots)
+ * and per stream it commits one span ref (meta/refs.h); then, in one
+ * transaction, the chain's checkpoint advances past the batch and the
+ * batch marker (meta/markers.h) is written; then the backlog tokens of
+ * the batch's flights return to producers.  It wakes on work (a push
+ * from the release path), never polls, and never touches object storage.
+ * Not for: reading footers (engine/recover.c feeds footers in through
+ * absorb_commit_batch()).
+ *
+ * Invariants:
+ *  1. A batch is committed only for slots [chain checkpoint, ...), in
+ *     order; the checkpoint CAS fails if anyone else moved the chain.
+ *  2. Re-running a batch (after a crash at any step) writes the same ref
+ *     keys with byte-identical values: a ref's key is the stream's first
+ *     seq in the batch, and every live ref key of a batch is rewritten by
+ *     any re-run that starts at the same checkpoint, whatever its batch
+ *     boundaries (the stream's first seq in the first slot holding it).
+ *  3. Tokens return only after the checkpoint commit, so the backlog
+ *     bounds admitted-but-unabsorbed bytes.
+ *  4. A stream's ref frontier (engine/stream.h) moves only after its ref
+ *     is committed.
+ */
+#ifndef NOVAFS_ENGINE_ABSORB_H
+#define NOVAFS_ENGINE_ABSORB_H
+
+#include <stdint.h>
+
+#include "engine/backlog.h"
+#include "engine/flight.h"
+#include "engine/stats.h"
+#include "meta/chains.h"
+#include "meta/kv.h"
+
+/* ----------------------------------------------------- the batch commit */
+
+/* One stream's records in one slot (from a flight run or footer entries). */
+struct absorb_run {
+	uint64_t stream_id;
+	uint64_t first_seq;
+	uint64_t first_byte;
+	uint64_t nbytes;
+	uint64_t max_ts;
+	uint32_t nrec;
+};
+
+/* One slot's worth of input, runs sorted by stream id. */
+struct absorb_slot {
+	uint64_t slot;
+	uint64_t footer_off;
+	uint32_t footer_len;
+	uint32_t nruns;
+	const struct absorb_run *runs; /* borrowed for the call */
+};
+
+/* When markers ripen (settlement, engine/settle.c, reads them). */
+struct absorb_policy {
+	uint64_t age_cap_ns; /* ripe at birth + this when nothing crossed */
+};
+
+/* What a committed batch did, for the caller's bookkeeping. */
+struct absorb_result {
+	uint32_t nrefs;
+	uint64_t end_slot;
+};
+
+/*
+ * Commit slots[0..n) of the chain *row (whose version is *ver) as one
+ * batch: refs, then checkpoint + marker.  slots must start at
+ * row->checkpoint and be consecutive.  On 0 *row and *ver are the new
+ * chain row and version.  -ECANCELED: the chain row changed under us
+ * (another actor fenced or settled it); -EINVAL: slots not consecutive
+ * from the checkpoint or runs not contiguous per stream; kv errors.
+ * Idempotent (invariant 2).
+ */
+int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
+			const struct absorb_slot *slots, uint32_t n,
+			const struct absorb_policy *pol, struct absorb_result *res)
+	__attribute__((warn_unused_result));
+
+/* ------------------------------------------------------ the live absorb */
+
+struct absorb;
+
+struct absorb_cfg {
+	struct kv *kv;            /* borrowed */
+	struct backlog *backlog;  /* borrowed */
+	struct nv_stats *stats;   /* borrowed */
+	struct meta_chain row;    /* the chain row as of start */
+	uint64_t row_ver;
+	struct absorb_policy policy;
+	uint32_t max_batch_slots; /* >= 1 */
+};
+
+/* Start the absorb thread.  0 and *out, -ENOMEM, -EAGAIN. */
+int absorb_new(const struct absorb_cfg *cfg, struct absorb **out)
+	__attribute__((warn_unused_result));
+
+/* Hand over a released flight (chain release callback; takes ownership).
+ * Flights must arrive in slot order. */
+void absorb_push(void *absorb, struct flight *f);
+
+/* Wait until every pushed flight is committed.  0, or the error that
+ * stopped the absorb. */
+int absorb_drain(struct absorb *a);
+
+/* The chain row as last committed (copied out) and its version. */
+void absorb_chain_row(struct absorb *a, struct meta_chain *row, uint64_t *ver);
+
+/* Drain, stop the thread, free.  NULL is a no-op. */
+void absorb_free(struct absorb *a);
+
+#endif

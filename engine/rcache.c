@@ -1,0 +1,303 @@
+/*
+ * rcache.c - see rcache.h.
+ *
+ * Structure: a chained hash of entries keyed by (key, off) plus an LRU
+ * list of filled entries.  One mutex guards both; one condition variable
+ * wakes threads waiting for loads (loads are rare next to hits).
+ */
+#include "config.h"
+#include "engine/rcache.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { E_LOADING, E_FILLED };
+
+struct rc_entry {
+	char *key;
+	uint64_t off;
+	uint64_t hash;
+	int state;
+	int err;          /* E_LOADING done with an error, for waiters */
+	int waiters;
+	struct rc_blob *blob;
+	struct rc_entry *hnext;
+	struct rc_entry *lru_prev, *lru_next; /* filled entries only */
+};
+
+struct rcache {
+	pthread_mutex_t lock;
+	pthread_cond_t loaded;
+	uint64_t budget;
+	uint64_t bytes;             /* lock */
+	struct rc_entry **buckets;  /* lock */
+	size_t nbuckets, count;     /* lock */
+	struct rc_entry *mru, *lru; /* lock */
+};
+
+struct rc_blob *rc_blob_new(size_t len, uint32_t nrec)
+{
+	size_t idx = (size_t)nrec * sizeof(uint32_t);
+	struct rc_blob *b = malloc(sizeof(*b) + idx + len);
+
+	if (!b)
+		return NULL;
+	atomic_init(&b->refs, 1);
+	b->len = len;
+	b->nrec = nrec;
+	b->rec_off = (uint32_t *)(b + 1);
+	b->data = (uint8_t *)(b + 1) + idx;
+	return b;
+}
+
+void rc_blob_ref(struct rc_blob *b)
+{
+	atomic_fetch_add(&b->refs, 1);
+}
+
+void rc_blob_unref(struct rc_blob *b)
+{
+	if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+		free(b);
+}
+
+static uint64_t blob_size(const struct rc_blob *b)
+{
+	return sizeof(*b) + (uint64_t)b->nrec * 4 + b->len;
+}
+
+static uint64_t hash_of(const char *key, uint64_t off)
+{
+	uint64_t h = 1469598103934665603ULL ^ off;
+
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return h ^ (h >> 29);
+}
+
+struct rcache *rcache_new(uint64_t budget)
+{
+	struct rcache *rc = calloc(1, sizeof(*rc));
+
+	if (!rc)
+		return NULL;
+	rc->nbuckets = 1024;
+	rc->buckets = calloc(rc->nbuckets, sizeof(*rc->buckets));
+	if (!rc->buckets) {
+		free(rc);
+		return NULL;
+	}
+	rc->budget = budget;
+	pthread_mutex_init(&rc->lock, NULL);
+	pthread_cond_init(&rc->loaded, NULL);
+	return rc;
+}
+
+static void lru_unlink(struct rcache *rc, struct rc_entry *e)
+{
+	if (e->lru_prev)
+		e->lru_prev->lru_next = e->lru_next;
+	else
+		rc->mru = e->lru_next;
+	if (e->lru_next)
+		e->lru_next->lru_prev = e->lru_prev;
+	else
+		rc->lru = e->lru_prev;
+	e->lru_prev = e->lru_next = NULL;
+}
+
+static void lru_push(struct rcache *rc, struct rc_entry *e)
+{
+	e->lru_prev = NULL;
+	e->lru_next = rc->mru;
+	if (rc->mru)
+		rc->mru->lru_prev = e;
+	rc->mru = e;
+	if (!rc->lru)
+		rc->lru = e;
+}
+
+static void hash_unlink(struct rcache *rc, struct rc_entry *e)
+{
+	struct rc_entry **pp = &rc->buckets[e->hash & (rc->nbuckets - 1)];
+
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	rc->count--;
+}
+
+static void entry_free(struct rc_entry *e)
+{
+	rc_blob_unref(e->blob);
+	free(e->key);
+	free(e);
+}
+
+void rcache_free(struct rcache *rc)
+{
+	if (!rc)
+		return;
+	for (size_t i = 0; i < rc->nbuckets; i++) {
+		struct rc_entry *e = rc->buckets[i];
+
+		while (e) {
+			struct rc_entry *n = e->hnext;
+
+			entry_free(e);
+			e = n;
+		}
+	}
+	free(rc->buckets);
+	pthread_cond_destroy(&rc->loaded);
+	pthread_mutex_destroy(&rc->lock);
+	free(rc);
+}
+
+static struct rc_entry *find_locked(struct rcache *rc, const char *key, uint64_t off,
+				    uint64_t h)
+{
+	for (struct rc_entry *e = rc->buckets[h & (rc->nbuckets - 1)]; e; e = e->hnext)
+		if (e->hash == h && e->off == off && !strcmp(e->key, key))
+			return e;
+	return NULL;
+}
+
+int rcache_peek(struct rcache *rc, const char *key, uint64_t off, struct rc_blob **out)
+{
+	uint64_t h = hash_of(key, off);
+	struct rc_entry *e;
+	int rc_ = -ENOENT;
+
+	pthread_mutex_lock(&rc->lock);
+	e = find_locked(rc, key, off, h);
+	if (e && e->state == E_FILLED) {
+		rc_blob_ref(e->blob);
+		*out = e->blob;
+		lru_unlink(rc, e);
+		lru_push(rc, e);
+		rc_ = 0;
+	} else if (e) {
+		rc_ = -EINPROGRESS;
+	}
+	pthread_mutex_unlock(&rc->lock);
+	return rc_;
+}
+
+int rcache_get(struct rcache *rc, const char *key, uint64_t off, struct rc_blob **out,
+	       struct rc_entry **loading)
+{
+	uint64_t h = hash_of(key, off);
+	struct rc_entry *e;
+
+	pthread_mutex_lock(&rc->lock);
+	for (;;) {
+		e = find_locked(rc, key, off, h);
+		if (!e)
+			break;
+		if (e->state == E_FILLED) {
+			rc_blob_ref(e->blob);
+			*out = e->blob;
+			lru_unlink(rc, e);
+			lru_push(rc, e);
+			pthread_mutex_unlock(&rc->lock);
+			return 0;
+		}
+		/* Someone is loading it: wait for that load. */
+		e->waiters++;
+		while (e->state == E_LOADING && !e->err)
+			pthread_cond_wait(&rc->loaded, &rc->lock);
+		e->waiters--;
+		if (e->err) {
+			int err = e->err;
+
+			if (e->waiters == 0) /* the loader left it for us */
+				entry_free(e);
+			pthread_mutex_unlock(&rc->lock);
+			return err;
+		}
+	}
+	e = calloc(1, sizeof(*e));
+	if (e)
+		e->key = strdup(key);
+	if (!e || !e->key) {
+		free(e);
+		pthread_mutex_unlock(&rc->lock);
+		return -ENOMEM;
+	}
+	e->off = off;
+	e->hash = h;
+	e->state = E_LOADING;
+	e->hnext = rc->buckets[h & (rc->nbuckets - 1)];
+	rc->buckets[h & (rc->nbuckets - 1)] = e;
+	rc->count++;
+	pthread_mutex_unlock(&rc->lock);
+	*loading = e;
+	return 1;
+}
+
+void rcache_fill(struct rcache *rc, struct rc_entry *e, struct rc_blob *blob, int err)
+{
+	struct rc_entry *victims = NULL;
+
+	pthread_mutex_lock(&rc->lock);
+	if (err || !blob) {
+		/* Invariant 2: not cached.  Waiters read e->err; the last
+		 * one out frees it. */
+		hash_unlink(rc, e);
+		e->err = err ? err : -EIO;
+		rc_blob_unref(blob);
+		if (e->waiters == 0)
+			entry_free(e);
+		pthread_cond_broadcast(&rc->loaded);
+		pthread_mutex_unlock(&rc->lock);
+		return;
+	}
+	e->blob = blob;
+	e->state = E_FILLED;
+	rc->bytes += blob_size(blob);
+	lru_push(rc, e);
+	while (rc->bytes > rc->budget && rc->lru && rc->lru != e) {
+		struct rc_entry *v = rc->lru;
+
+		lru_unlink(rc, v);
+		hash_unlink(rc, v);
+		rc->bytes -= blob_size(v->blob);
+		v->hnext = victims;
+		victims = v;
+	}
+	if (rc->bytes > rc->budget) {
+		/* Larger than the whole budget on its own: serve it to the
+		 * waiters, keep nothing. */
+		lru_unlink(rc, e);
+		hash_unlink(rc, e);
+		rc->bytes -= blob_size(blob);
+		e->state = E_LOADING;
+		e->err = -ENOBUFS;
+		/* Waiters see -ENOBUFS and load on their own (rare: a single
+		 * chunk larger than the read cache); the last one frees e. */
+		if (e->waiters == 0)
+			entry_free(e);
+	}
+	pthread_cond_broadcast(&rc->loaded);
+	pthread_mutex_unlock(&rc->lock);
+	while (victims) {
+		struct rc_entry *n = victims->hnext;
+
+		entry_free(victims);
+		victims = n;
+	}
+}
+
+uint64_t rcache_bytes(struct rcache *rc)
+{
+	uint64_t b;
+
+	pthread_mutex_lock(&rc->lock);
+	b = rc->bytes;
+	pthread_mutex_unlock(&rc->lock);
+	return b;
+}

@@ -1,0 +1,612 @@
+/*
+ * read.c - see read.h.
+ *
+ * Threads: callers of read_page() (FUSE workers) and the prefetch pool.
+ * re->lock guards the prefetch queue; rd->lock guards a reader's
+ * sequential state.  Neither is held during I/O.  Lock order: rd->lock,
+ * then re->lock; a stream lock is taken alone (flight index lookups).
+ */
+#include "config.h"
+#include "engine/read.h"
+#include "engine/bundle.h"
+#include "engine/chain.h"
+#include "engine/rcache.h"
+#include "meta/refs.h"
+#include "src/base/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PF_QUEUE_MAX 256
+
+struct pf_job {
+	struct reader *rd; /* a reference */
+	uint64_t pos;
+	unsigned depth;
+	struct pf_job *next;
+};
+
+struct read_engine {
+	struct read_cfg cfg;
+	char star[META_STAR_MAX + 1];
+	struct rcache *cache;
+	pthread_t *threads;
+	unsigned nthreads;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct pf_job *qhead, *qtail; /* lock */
+	unsigned qlen;                /* lock */
+	bool stop;                    /* lock */
+};
+
+struct reader {
+	struct read_engine *re;
+	struct nv_stream *stream; /* a reference */
+	atomic_int refs;          /* the handle + queued prefetch jobs */
+	pthread_mutex_t lock;
+	uint64_t last_end;        /* lock: where the previous page ended */
+	uint64_t ra_end;          /* lock: read-ahead has covered [.., ra_end) */
+	uint64_t chunk_bytes;     /* lock: size of the last cold chunk seen */
+	bool ra_active;           /* lock: a prefetch chain is running */
+	bool closed;              /* lock: handle released; stop prefetching */
+};
+
+/* Where a page's bytes are in object storage. */
+struct loc {
+	char key[CHAIN_KEY_MAX];
+	uint64_t footer_off;
+	uint32_t footer_len;
+	enum read_tier tier;
+};
+
+const char *read_tier_name(enum read_tier t)
+{
+	static const char *const names[] = { "eof", "trim", "hot", "flight", "cold" };
+
+	return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
+}
+
+/* ------------------------------------------------------------ locating */
+
+static int locate(struct read_engine *re, struct nv_stream *s, uint64_t off, struct loc *l)
+{
+	for (int attempt = 0; attempt < 8; attempt++) {
+		uint64_t frontier = atomic_load(&s->frontier_byte);
+
+		if (off >= frontier) {
+			struct stream_pend p;
+			int rc;
+
+			pthread_mutex_lock(&s->lock);
+			rc = stream_pend_find_byte(s, off, &p);
+			pthread_mutex_unlock(&s->lock);
+			if (rc == 0) {
+				chain_slot_key(l->key, sizeof(l->key), p.cls, re->star, p.epoch,
+					       p.slot);
+				l->footer_off = p.footer_off;
+				l->footer_len = p.footer_len;
+				l->tier = READ_FLIGHT;
+				return 0;
+			}
+			/* Absorbed between the two loads: the frontier moved. */
+			if (atomic_load(&s->frontier_byte) > off)
+				continue;
+			nv_log(NV_ERR, NV_SUB_READ,
+			       "stream %llu: byte %llu is acked but neither cached nor in the "
+			       "flight index", (unsigned long long)s->id, (unsigned long long)off);
+			return -EIO;
+		} else {
+			struct meta_ref r;
+			uint32_t i;
+			int rc;
+
+			meta_ref_init(&r);
+			rc = meta_ref_floor_byte(re->cfg.kv, s->id, off, &r);
+			if (rc == 0 && (off < r.first_byte || off >= r.end_byte))
+				rc = -ENOENT;
+			if (rc) {
+				meta_ref_clear(&r);
+				nv_log(NV_ERR, NV_SUB_READ,
+				       "stream %llu: no ref covers byte %llu below the frontier "
+				       "%llu: %s", (unsigned long long)s->id,
+				       (unsigned long long)off, (unsigned long long)frontier,
+				       strerror(-rc));
+				return rc == -ENOENT || rc == -EBADMSG ? -EIO : rc;
+			}
+			i = meta_ref_slot_for_byte(&r, off);
+			chain_slot_key(l->key, sizeof(l->key), r.cls, r.star, r.epoch,
+				       r.slots[i].slot);
+			l->footer_off = r.slots[i].footer_off;
+			l->footer_len = r.slots[i].footer_len;
+			l->tier = READ_COLD;
+			meta_ref_clear(&r);
+			return 0;
+		}
+	}
+	return -EAGAIN;
+}
+
+/* ------------------------------------------------------------ fetching */
+
+static int bad_object(struct read_engine *re, const char *key, const char *what, int rc)
+{
+	if (rc == -EBADMSG || rc == -ENOENT || rc == -ERANGE) {
+		NV_STAT_ADD(re->cfg.stats, corrupt_objects, 1);
+		nv_log(NV_ERR, NV_SUB_READ, "%s: %s: %s", key, what,
+		       rc == -EBADMSG ? "failed verification" : strerror(-rc));
+		return -EIO;
+	}
+	nv_log(NV_WARN, NV_SUB_READ, "%s: %s: %s", key, what, strerror(-rc));
+	return rc;
+}
+
+static int load_footer(struct read_engine *re, const struct loc *l, struct rc_blob **out)
+{
+	struct rc_blob *b = rc_blob_new(l->footer_len, 0);
+	struct bundle_footer f;
+	size_t got;
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	NV_STAT_ADD(re->cfg.stats, footer_fetches, 1);
+	rc = store_get_range(re->cfg.store, l->key, l->footer_off, l->footer_len, b->data, &got);
+	if (!rc && got != l->footer_len)
+		rc = -EBADMSG;
+	if (!rc)
+		rc = bundle_footer_open(b->data, b->len, l->footer_off, &f);
+	if (rc) {
+		rc_blob_unref(b);
+		return bad_object(re, l->key, "footer", rc);
+	}
+	*out = b;
+	return 0;
+}
+
+static int get_footer(struct read_engine *re, const struct loc *l, struct bundle_footer *f,
+		      struct rc_blob **hold)
+{
+	struct rc_entry *e;
+	struct rc_blob *b;
+	int rc;
+
+	for (int i = 0; i < 4; i++) {
+		rc = rcache_get(re->cache, l->key, UINT64_MAX - l->footer_off, &b, &e);
+		if (rc == 1) {
+			rc = load_footer(re, l, &b);
+			if (!rc)
+				rc_blob_ref(b); /* ours; the cache gets the first */
+			rcache_fill(re->cache, e, rc ? NULL : b, rc);
+		}
+		if (rc != -ENOBUFS)
+			break;
+	}
+	if (rc)
+		return rc;
+	/* Verified when loaded: build the view without re-checking CRCs. */
+	f->entries = b->data;
+	f->n = (uint32_t)((b->len - BUNDLE_TRAILER_SIZE) / BUNDLE_ENTRY_SIZE);
+	f->footer_off = l->footer_off;
+	*hold = b;
+	return 0;
+}
+
+static int load_chunk(struct read_engine *re, const char *key, const struct bundle_entry *e,
+		      struct rc_blob **out)
+{
+	uint8_t *stored = malloc(e->comp_len ? e->comp_len : 1);
+	struct nv_buf raw;
+	struct rc_blob *b = NULL;
+	size_t got, off = 0;
+	int rc;
+
+	if (!stored)
+		return -ENOMEM;
+	NV_STAT_ADD(re->cfg.stats, chunk_fetches, 1);
+	nv_buf_init(&raw, e->raw_len);
+	rc = store_get_range(re->cfg.store, key, e->chunk_off, e->comp_len, stored, &got);
+	if (!rc && got != e->comp_len)
+		rc = -EBADMSG;
+	if (!rc)
+		rc = bundle_chunk_decode(e, stored, e->comp_len, &raw);
+	free(stored);
+	if (!rc) {
+		b = rc_blob_new(raw.len, e->nrec);
+		if (!b)
+			rc = -ENOMEM;
+	}
+	if (!rc) {
+		struct bundle_rec rec;
+		uint32_t i = 0;
+
+		memcpy(b->data, raw.ptr, raw.len);
+		/* Index the frames (decode verified exactly nrec of them). */
+		while (i < e->nrec) {
+			size_t at = off;
+
+			if (bundle_frames_next(b->data, b->len, &off, &rec) != 1) {
+				rc = -EBADMSG;
+				break;
+			}
+			b->rec_off[i++] = (uint32_t)at;
+		}
+	}
+	nv_buf_free(&raw);
+	if (rc) {
+		rc_blob_unref(b);
+		return bad_object(re, key, "chunk", rc);
+	}
+	*out = b;
+	return 0;
+}
+
+/* Entry of the footer holding stream byte off, and its decoded chunk. */
+static int get_chunk(struct read_engine *re, const struct loc *l, uint64_t stream,
+		     uint64_t off, struct bundle_entry *ent, struct rc_blob **chunk, bool *hit)
+{
+	struct bundle_footer f;
+	struct rc_blob *fb, *b;
+	struct rc_entry *e;
+	uint32_t idx;
+	int rc;
+
+	rc = get_footer(re, l, &f, &fb);
+	if (rc)
+		return rc;
+	rc = bundle_footer_find_byte(&f, stream, off, &idx);
+	if (!rc)
+		rc = bundle_footer_get(&f, idx, ent);
+	rc_blob_unref(fb);
+	if (rc)
+		return bad_object(re, l->key, "footer lookup", rc == -ENOENT ? -EBADMSG : rc);
+	*hit = true;
+	for (int i = 0; i < 4; i++) {
+		rc = rcache_get(re->cache, l->key, ent->chunk_off, &b, &e);
+		if (rc == 1) {
+			*hit = false;
+			rc = load_chunk(re, l->key, ent, &b);
+			if (!rc)
+				rc_blob_ref(b);
+			rcache_fill(re->cache, e, rc ? NULL : b, rc);
+		}
+		if (rc != -ENOBUFS)
+			break;
+	}
+	if (rc)
+		return rc;
+	*chunk = b;
+	return 0;
+}
+
+/* Copy from a decoded chunk: at most len bytes, READ_PAGE_RECORDS records. */
+static size_t chunk_copy(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off,
+			 uint8_t *dst, size_t len)
+{
+	uint32_t lo = 0, hi = b->nrec, i;
+	size_t done = 0;
+	uint64_t pos = off;
+
+#define REC_BYTE(k) (e->first_byte + b->rec_off[k] - (uint64_t)(k) * BUNDLE_FRAME_HDR)
+#define REC_LEN(k)                                                                \
+	((uint32_t)(((k) + 1 < b->nrec ? b->rec_off[(k) + 1] : b->len) - b->rec_off[k] - \
+		    BUNDLE_FRAME_HDR))
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (REC_BYTE(mid) <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	i = lo;
+	while (i < b->nrec && REC_BYTE(i) + REC_LEN(i) <= off)
+		i++;
+	for (uint32_t taken = 0; i < b->nrec && done < len && taken < READ_PAGE_RECORDS;
+	     i++, taken++) {
+		size_t skip = (size_t)(pos - REC_BYTE(i));
+		size_t n = REC_LEN(i) - skip;
+
+		if (n > len - done)
+			n = len - done;
+		memcpy(dst + done, b->data + b->rec_off[i] + BUNDLE_FRAME_HDR + skip, n);
+		done += n;
+		pos += n;
+	}
+#undef REC_BYTE
+#undef REC_LEN
+	return done;
+}
+
+/* ----------------------------------------------------------- prefetch */
+
+static void reader_unref(struct reader *rd)
+{
+	if (atomic_fetch_sub(&rd->refs, 1) == 1) {
+		stream_put(rd->stream);
+		pthread_mutex_destroy(&rd->lock);
+		free(rd);
+	}
+}
+
+static bool enqueue(struct read_engine *re, struct reader *rd, uint64_t pos, unsigned depth)
+{
+	struct pf_job *j;
+
+	pthread_mutex_lock(&re->lock);
+	if (re->stop || re->qlen >= PF_QUEUE_MAX || !re->nthreads) {
+		pthread_mutex_unlock(&re->lock);
+		return false;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		pthread_mutex_unlock(&re->lock);
+		return false;
+	}
+	atomic_fetch_add(&rd->refs, 1);
+	j->rd = rd;
+	j->pos = pos;
+	j->depth = depth;
+	if (re->qtail)
+		re->qtail->next = j;
+	else
+		re->qhead = j;
+	re->qtail = j;
+	re->qlen++;
+	pthread_cond_signal(&re->cond);
+	pthread_mutex_unlock(&re->lock);
+	return true;
+}
+
+static void run_job(struct read_engine *re, struct pf_job *j)
+{
+	struct reader *rd = j->rd;
+	struct nv_stream *s = rd->stream;
+	struct bundle_entry ent;
+	struct rc_blob *b;
+	struct loc l;
+	bool closed, hit, more = false;
+	uint64_t end;
+	uint8_t probe;
+
+	pthread_mutex_lock(&rd->lock);
+	closed = rd->closed;
+	pthread_mutex_unlock(&rd->lock);
+	if (closed || j->pos >= stream_acked_byte(s) ||
+	    (re->cfg.tc && tailcache_read(re->cfg.tc, s->id, j->pos, &probe, 1, 1)))
+		goto done; /* end of stream, or hot from here on */
+	if (locate(re, s, j->pos, &l) || get_chunk(re, &l, s->id, j->pos, &ent, &b, &hit))
+		goto done;
+	rc_blob_unref(b);
+	if (!hit)
+		NV_STAT_ADD(re->cfg.stats, prefetches, 1);
+	end = ent.first_byte + bundle_entry_body_bytes(&ent);
+	pthread_mutex_lock(&rd->lock);
+	if (end > rd->ra_end)
+		rd->ra_end = end;
+	pthread_mutex_unlock(&rd->lock);
+	if (j->depth > 1)
+		more = enqueue(re, rd, end, j->depth - 1);
+done:
+	if (!more) {
+		pthread_mutex_lock(&rd->lock);
+		rd->ra_active = false;
+		pthread_mutex_unlock(&rd->lock);
+	}
+	reader_unref(rd);
+	free(j);
+}
+
+static void *pf_main(void *arg)
+{
+	struct read_engine *re = arg;
+
+	pthread_mutex_lock(&re->lock);
+	for (;;) {
+		struct pf_job *j;
+
+		while (!re->stop && !re->qhead)
+			pthread_cond_wait(&re->cond, &re->lock);
+		if (re->stop)
+			break;
+		j = re->qhead;
+		re->qhead = j->next;
+		if (!re->qhead)
+			re->qtail = NULL;
+		re->qlen--;
+		pthread_mutex_unlock(&re->lock);
+		run_job(re, j);
+		pthread_mutex_lock(&re->lock);
+	}
+	pthread_mutex_unlock(&re->lock);
+	return NULL;
+}
+
+/* After a cold page [off, chunk_end) for a reader: start a read-ahead
+ * chain when the reader is sequential and the covered window runs low. */
+static void maybe_readahead(struct read_engine *re, struct reader *rd, uint64_t off,
+			    uint64_t page_end, uint64_t chunk_end, uint64_t chunk_bytes)
+{
+	uint64_t window, start;
+	bool go = false;
+
+	if (!rd || !re->cfg.readahead)
+		return;
+	pthread_mutex_lock(&rd->lock);
+	if (off == rd->last_end || (off > rd->last_end && off - rd->last_end <= chunk_bytes)) {
+		rd->chunk_bytes = chunk_bytes;
+		window = (uint64_t)re->cfg.readahead * (chunk_bytes ? chunk_bytes : 1);
+		if (!rd->ra_active && rd->ra_end < off + window / 2) {
+			start = rd->ra_end > chunk_end ? rd->ra_end : chunk_end;
+			rd->ra_active = go = true;
+		}
+	}
+	rd->last_end = page_end;
+	pthread_mutex_unlock(&rd->lock);
+	if (go && !enqueue(re, rd, start, re->cfg.readahead)) {
+		pthread_mutex_lock(&rd->lock);
+		rd->ra_active = false;
+		pthread_mutex_unlock(&rd->lock);
+	}
+}
+
+/* ------------------------------------------------------------ read_page */
+
+int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, uint64_t off,
+	      void *dst, size_t len, size_t *got, enum read_tier *tier)
+{
+	uint64_t acked = stream_acked_byte(s);
+	uint64_t trim = atomic_load(&s->trim_byte);
+	struct bundle_entry ent;
+	struct rc_blob *b;
+	struct loc l;
+	bool hit;
+	size_t n;
+	int rc;
+
+	*got = 0;
+	*tier = READ_EOF;
+	if (off >= acked || len == 0)
+		return 0;
+	if (len > acked - off)
+		len = (size_t)(acked - off);
+	if (len > READ_PAGE_MAX)
+		len = READ_PAGE_MAX;
+	if (off < trim) {
+		n = trim - off < len ? (size_t)(trim - off) : len;
+		memset(dst, 0, n);
+		*got = n;
+		*tier = READ_TRIM;
+		return 0;
+	}
+	if (re->cfg.tc) {
+		n = tailcache_read(re->cfg.tc, s->id, off, dst, len, READ_PAGE_RECORDS);
+		if (n) {
+			*got = n;
+			*tier = READ_HOT;
+			if (rd) {
+				pthread_mutex_lock(&rd->lock);
+				rd->last_end = off + n;
+				pthread_mutex_unlock(&rd->lock);
+			}
+			return 0;
+		}
+	}
+	rc = locate(re, s, off, &l);
+	if (rc)
+		return rc;
+	rc = get_chunk(re, &l, s->id, off, &ent, &b, &hit);
+	if (rc)
+		return rc;
+	n = chunk_copy(&ent, b, off, dst, len);
+	rc_blob_unref(b);
+	if (n == 0) {
+		nv_log(NV_ERR, NV_SUB_READ, "%s: chunk at %llu does not hold stream %llu byte %llu",
+		       l.key, (unsigned long long)ent.chunk_off, (unsigned long long)s->id,
+		       (unsigned long long)off);
+		NV_STAT_ADD(re->cfg.stats, corrupt_objects, 1);
+		return -EIO;
+	}
+	if (hit)
+		NV_STAT_ADD(re->cfg.stats, read_cache_hits, 1);
+	NV_STAT_ADD(re->cfg.stats, cold_reads, 1);
+	NV_STAT_ADD(re->cfg.stats, cold_read_bytes, n);
+	*got = n;
+	*tier = l.tier;
+	maybe_readahead(re, rd, off, off + n, ent.first_byte + bundle_entry_body_bytes(&ent),
+			bundle_entry_body_bytes(&ent));
+	return 0;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+struct reader *reader_new(struct read_engine *re, struct nv_stream *s)
+{
+	struct reader *rd = calloc(1, sizeof(*rd));
+
+	if (!rd)
+		return NULL;
+	rd->re = re;
+	stream_get(s);
+	rd->stream = s;
+	atomic_init(&rd->refs, 1);
+	pthread_mutex_init(&rd->lock, NULL);
+	rd->last_end = UINT64_MAX;
+	return rd;
+}
+
+void reader_free(struct reader *rd)
+{
+	if (!rd)
+		return;
+	pthread_mutex_lock(&rd->lock);
+	rd->closed = true;
+	pthread_mutex_unlock(&rd->lock);
+	reader_unref(rd);
+}
+
+int read_engine_new(const struct read_cfg *cfg, struct read_engine **out)
+{
+	struct read_engine *re = calloc(1, sizeof(*re));
+	int rc = 0;
+
+	if (!re)
+		return -ENOMEM;
+	re->cfg = *cfg;
+	snprintf(re->star, sizeof(re->star), "%s", cfg->star);
+	re->cfg.star = re->star;
+	re->cache = rcache_new(cfg->cache_bytes);
+	re->threads = calloc(cfg->prefetch_threads ? cfg->prefetch_threads : 1,
+			     sizeof(*re->threads));
+	if (!re->cache || !re->threads) {
+		rcache_free(re->cache);
+		free(re->threads);
+		free(re);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&re->lock, NULL);
+	pthread_cond_init(&re->cond, NULL);
+	for (; re->nthreads < cfg->prefetch_threads; re->nthreads++) {
+		rc = -pthread_create(&re->threads[re->nthreads], NULL, pf_main, re);
+		if (rc)
+			break;
+	}
+	if (rc && re->nthreads == 0)
+		nv_log(NV_WARN, NV_SUB_READ, "no prefetch threads (%s): read-ahead off",
+		       strerror(-rc));
+	*out = re;
+	return 0;
+}
+
+void read_engine_free(struct read_engine *re)
+{
+	if (!re)
+		return;
+	pthread_mutex_lock(&re->lock);
+	re->stop = true;
+	pthread_cond_broadcast(&re->cond);
+	pthread_mutex_unlock(&re->lock);
+	for (unsigned i = 0; i < re->nthreads; i++)
+		pthread_join(re->threads[i], NULL);
+	while (re->qhead) {
+		struct pf_job *j = re->qhead;
+
+		re->qhead = j->next;
+		reader_unref(j->rd);
+		free(j);
+	}
+	rcache_free(re->cache);
+	free(re->threads);
+	pthread_cond_destroy(&re->cond);
+	pthread_mutex_destroy(&re->lock);
+	free(re);
+}
+
+uint64_t read_cache_bytes(struct read_engine *re)
+{
+	return rcache_bytes(re->cache);
+}

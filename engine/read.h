@@ -1,0 +1,84 @@
+/*
+ * read.h - the read path: one page from one tier.
+ *
+ * For: answering "bytes of stream X at offset B" in the order the read
+ * path seed fixes: the trim watermark first (below it: a hole of zeros),
+ * then the tail window cache (hot, no I/O), then the stream's position
+ * relative to the ref frontier: above it the flight index names the
+ * transit slot, below it one floor lookup in the byte index names the
+ * ref and its slot.  A cold page is one ranged GET of the footer window
+ * (cached), then one ranged GET of exactly the chunk needed (cached,
+ * decoded once).  Sequential readers get read-ahead: a pipeline of up to
+ * `readahead` chunks (their footers and extents) fetched by a small pool
+ * while the current one is served.  Not for: filling a whole FUSE
+ * request (fs/ loops over pages) or waiting for data (engine/wake.h).
+ *
+ * Invariants:
+ *  1. A page never spans tiers and never passes the acked end: a read
+ *     at or past it is end-of-stream (got 0).
+ *  2. A page is at most READ_PAGE_MAX bytes and READ_PAGE_RECORDS
+ *     records, but always at least part of one record.
+ *  3. Every byte served was verified: chunks by CRC and frame structure,
+ *     footers by CRC; a bad object is -EIO, logged and counted, never
+ *     wrong bytes.
+ *  4. Memory: decoded chunks and footers live in one byte-budgeted cache
+ *     (read_cache_mib); read-ahead never runs further than `readahead`
+ *     chunks in front of a reader.
+ */
+#ifndef NOVAFS_ENGINE_READ_H
+#define NOVAFS_ENGINE_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/stats.h"
+#include "engine/store/store.h"
+#include "engine/stream.h"
+#include "engine/tailcache.h"
+#include "meta/kv.h"
+
+#define READ_PAGE_MAX (1u << 20)
+#define READ_PAGE_RECORDS 1000u
+
+enum read_tier { READ_EOF = 0, READ_TRIM, READ_HOT, READ_FLIGHT, READ_COLD };
+
+struct read_cfg {
+	struct store *store;     /* borrowed */
+	struct kv *kv;           /* borrowed */
+	struct tailcache *tc;    /* borrowed; may be NULL */
+	struct nv_stats *stats;  /* borrowed */
+	const char *star;        /* copied: names our own slots in the flight index */
+	uint64_t cache_bytes;    /* decoded chunks + footers */
+	unsigned prefetch_threads;
+	unsigned readahead;      /* chunks in front of a sequential reader (0: off) */
+};
+
+struct read_engine;
+struct reader;
+
+int read_engine_new(const struct read_cfg *cfg, struct read_engine **out)
+	__attribute__((warn_unused_result));
+/* Stops the prefetch pool; every reader must be freed first. */
+void read_engine_free(struct read_engine *re);
+
+/* Per-handle state for sequential detection and read-ahead.  Takes a
+ * stream reference.  NULL on ENOMEM (reads then work without it). */
+struct reader *reader_new(struct read_engine *re, struct nv_stream *s);
+void reader_free(struct reader *rd); /* NULL is a no-op */
+
+/*
+ * Read one page of stream s at offset off into dst (caller-owned, len
+ * bytes).  rd may be NULL.  On 0, *got bytes were written (0 means
+ * end-of-stream) and *tier says where they came from.  Errors: -EIO (a
+ * referenced object is missing or corrupt, logged), kv errors.
+ */
+int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, uint64_t off,
+	      void *dst, size_t len, size_t *got, enum read_tier *tier)
+	__attribute__((warn_unused_result));
+
+/* Decoded-chunk and footer cache bytes (a gauge). */
+uint64_t read_cache_bytes(struct read_engine *re);
+
+const char *read_tier_name(enum read_tier t);
+
+#endif

@@ -1,0 +1,271 @@
+/*
+ * recover.c - see recover.h.
+ *
+ * State diagram (the chain row's, meta/chains.h):
+ *
+ *   LIVE --fence (cut recorded)--> FENCED --walk to cut, reap--> SETTLED
+ *
+ *   step                    function          durable effect
+ *   find cut, record it     fence()           row: FENCED, cut
+ *   absorb [ckpt, cut)      walk()            refs; row.checkpoint; markers
+ *   delete garbage >= cut   reap()            slots deleted
+ *   mark settled            settle_row()      row: SETTLED
+ */
+#include "config.h"
+#include "engine/recover.h"
+#include "engine/bundle.h"
+#include "engine/chain.h"
+#include "meta/streams.h"
+#include "src/base/clock.h"
+#include "src/base/failpoint.h"
+#include "src/base/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One slot's footer turned into absorb input. */
+struct walked {
+	struct absorb_slot slot;
+	struct absorb_run *runs; /* owned */
+};
+
+static void walked_free(struct walked *w, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		free(w[i].runs);
+}
+
+/* Read a slot's trailer and footer and build its absorb input.
+ * -ENOENT when the slot does not exist. */
+static int read_slot(const struct recover_cfg *cfg, const char *key, uint64_t slot,
+		     struct walked *w)
+{
+	uint8_t trailer[BUNDLE_TRAILER_SIZE];
+	struct bundle_footer f;
+	uint64_t size, foff;
+	uint32_t flen, nruns = 0;
+	uint8_t *win = NULL;
+	size_t got;
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	rc = store_head(cfg->store, key, &size);
+	if (rc)
+		return rc;
+	if (size < BUNDLE_TRAILER_SIZE)
+		return -EBADMSG;
+	rc = store_get_range(cfg->store, key, size - BUNDLE_TRAILER_SIZE, BUNDLE_TRAILER_SIZE,
+			     trailer, &got);
+	if (!rc && got != BUNDLE_TRAILER_SIZE)
+		rc = -EBADMSG;
+	if (!rc)
+		rc = bundle_trailer_parse(trailer, sizeof(trailer), size, &foff, &flen);
+	if (rc)
+		return rc;
+	win = malloc(flen);
+	if (!win)
+		return -ENOMEM;
+	rc = store_get_range(cfg->store, key, foff, flen, win, &got);
+	if (!rc && got != flen)
+		rc = -EBADMSG;
+	if (!rc)
+		rc = bundle_footer_open(win, flen, foff, &f);
+	if (!rc) {
+		w->runs = calloc(f.n ? f.n : 1, sizeof(*w->runs));
+		if (!w->runs)
+			rc = -ENOMEM;
+	}
+	/* Consecutive entries of one stream form one run (bundle.h inv. 2). */
+	for (uint32_t i = 0; !rc && i < f.n; i++) {
+		struct bundle_entry e;
+		struct absorb_run *r;
+
+		rc = bundle_footer_get(&f, i, &e);
+		if (rc)
+			break;
+		r = nruns ? &w->runs[nruns - 1] : NULL;
+		if (r && r->stream_id == e.stream_id) {
+			if (e.first_seq != r->first_seq + r->nrec ||
+			    e.first_byte != r->first_byte + r->nbytes) {
+				rc = -EBADMSG;
+				break;
+			}
+		} else {
+			r = &w->runs[nruns++];
+			r->stream_id = e.stream_id;
+			r->first_seq = e.first_seq;
+			r->first_byte = e.first_byte;
+		}
+		r->nrec += e.nrec;
+		r->nbytes += bundle_entry_body_bytes(&e);
+		if (e.max_ts > r->max_ts)
+			r->max_ts = e.max_ts;
+	}
+	free(win);
+	if (rc) {
+		free(w->runs);
+		w->runs = NULL;
+		return rc;
+	}
+	w->slot.slot = slot;
+	w->slot.footer_off = foff;
+	w->slot.footer_len = flen;
+	w->slot.nruns = nruns;
+	w->slot.runs = w->runs;
+	return 0;
+}
+
+/* Step 1: find the first missing slot from the checkpoint up and record
+ * it as the cut, or adopt a recorded one. */
+static int fence(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t *ver)
+{
+	char key[CHAIN_KEY_MAX];
+	uint64_t slot = row->checkpoint, size;
+	int rc;
+
+	if (row->state != CHAIN_LIVE)
+		return 0; /* FENCED: the cut is recorded; adopt it */
+	for (;;) {
+		chain_slot_key(key, sizeof(key), row->cls, row->star, row->epoch, slot);
+		rc = store_head(cfg->store, key, &size);
+		if (rc == -ENOENT)
+			break;
+		if (rc)
+			return rc;
+		slot++;
+	}
+	row->state = CHAIN_FENCED;
+	row->cut = slot;
+	rc = meta_chain_cas(cfg->kv, row, *ver);
+	if (rc)
+		return rc;
+	return meta_chain_get(cfg->kv, row->cls, row->star, row->epoch, row, ver);
+}
+
+/* Step 2: absorb [checkpoint, cut) a batch at a time. */
+static int walk(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t *ver)
+{
+	uint32_t cap = cfg->batch_slots ? cfg->batch_slots : 64;
+	struct walked *w = calloc(cap, sizeof(*w));
+	struct absorb_slot *slots = calloc(cap, sizeof(*slots));
+	uint64_t start = row->checkpoint, last_log = nv_now_mono_ns();
+	int rc = 0;
+
+	if (!w || !slots) {
+		free(w);
+		free(slots);
+		return -ENOMEM;
+	}
+	while (!rc && row->checkpoint < row->cut) {
+		uint32_t n = 0;
+
+		while (n < cap && row->checkpoint + n < row->cut) {
+			char key[CHAIN_KEY_MAX];
+			uint64_t slot = row->checkpoint + n;
+
+			chain_slot_key(key, sizeof(key), row->cls, row->star, row->epoch, slot);
+			rc = read_slot(cfg, key, slot, &w[n]);
+			if (rc) {
+				nv_log(NV_ERR, NV_SUB_RECOVER,
+				       "%s: slot below the cut %llu unreadable (%s): acknowledged "
+				       "records would be lost, not settling",
+				       key, (unsigned long long)row->cut, strerror(-rc));
+				if (rc == -EBADMSG || rc == -ENOENT)
+					rc = -EIO;
+				break;
+			}
+			slots[n] = w[n].slot;
+			n++;
+		}
+		if (!rc && n)
+			rc = absorb_commit_batch(cfg->kv, row, ver, slots, n, &cfg->policy, NULL);
+		walked_free(w, n);
+		if (!rc && cfg->stats)
+			NV_STAT_ADD(cfg->stats, recovered_slots, n);
+		if (!rc)
+			rc = NV_FP("recover.after_slot");
+		if (!rc && nv_now_mono_ns() - last_log > 5 * NV_NS_PER_S) {
+			last_log = nv_now_mono_ns();
+			nv_log(NV_INFO, NV_SUB_RECOVER, "%s/%s epoch %llu: %llu of %llu slots absorbed",
+			       nv_class_name(row->cls), row->star, (unsigned long long)row->epoch,
+			       (unsigned long long)(row->checkpoint - start),
+			       (unsigned long long)(row->cut - start));
+		}
+	}
+	free(w);
+	free(slots);
+	return rc;
+}
+
+/* Step 3: slots at or above the cut were never acknowledged. */
+static int reap(const struct recover_cfg *cfg, const struct meta_chain *row)
+{
+	uint32_t win = cfg->probe_window ? cfg->probe_window : 16;
+
+	for (uint64_t slot = row->cut; slot < row->cut + win; slot++) {
+		char key[CHAIN_KEY_MAX];
+		const char *keys[1] = { key };
+		uint64_t size;
+		int rc;
+
+		chain_slot_key(key, sizeof(key), row->cls, row->star, row->epoch, slot);
+		rc = store_head(cfg->store, key, &size);
+		if (rc == -ENOENT)
+			continue;
+		if (rc)
+			return rc;
+		nv_log(NV_INFO, NV_SUB_RECOVER, "%s: above the cut, never acknowledged: deleting",
+		       key);
+		rc = store_delete(cfg->store, keys, 1);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int recover_chain(const struct recover_cfg *cfg, unsigned cls, const char *star,
+		  uint64_t epoch)
+{
+	struct meta_chain row;
+	uint64_t ver, t0 = nv_now_mono_ns();
+	int rc;
+
+	rc = meta_chain_get(cfg->kv, cls, star, epoch, &row, &ver);
+	if (rc)
+		return rc;
+	if (row.state == CHAIN_SETTLED)
+		return 0;
+	nv_log(NV_INFO, NV_SUB_RECOVER, "%s/%s epoch %llu: settling (%s, checkpoint %llu)",
+	       nv_class_name(cls), star, (unsigned long long)epoch,
+	       meta_chain_state_name(row.state), (unsigned long long)row.checkpoint);
+	rc = NV_FP("recover.before_walk");
+	if (!rc)
+		rc = fence(cfg, &row, &ver);
+	if (!rc)
+		rc = walk(cfg, &row, &ver);
+	if (!rc)
+		rc = reap(cfg, &row);
+	if (!rc)
+		rc = NV_FP("recover.before_settled");
+	if (!rc) {
+		row.state = CHAIN_SETTLED;
+		row.settled_ns = nv_now_wall_ns();
+		rc = meta_chain_cas(cfg->kv, &row, ver);
+	}
+	if (rc == -ECANCELED) {
+		/* Someone else moved the row: re-read; settled is success. */
+		if (meta_chain_get(cfg->kv, cls, star, epoch, &row, &ver) == 0 &&
+		    row.state == CHAIN_SETTLED)
+			rc = 0;
+	}
+	if (rc)
+		nv_log(NV_ERR, NV_SUB_RECOVER, "%s/%s epoch %llu: settling failed: %s",
+		       nv_class_name(cls), star, (unsigned long long)epoch, strerror(-rc));
+	else
+		nv_log(NV_INFO, NV_SUB_RECOVER,
+		       "%s/%s epoch %llu: settled at cut %llu in %llu ms", nv_class_name(cls),
+		       star, (unsigned long long)epoch, (unsigned long long)row.cut,
+		       (unsigned long long)((nv_now_mono_ns() - t0) / NV_NS_PER_MS));
+	return rc;
+}

@@ -1,0 +1,679 @@
+/*
+ * star.c - see star.h.
+ *
+ * Ownership: the star owns the store, the metastore, the stream table,
+ * the backlog, the tail cache, the read engine, and per class one chain
+ * and one absorb.  All are created in star_open() and torn down in
+ * star_close() in reverse order.  Everything a star holds after open is
+ * immutable except through those modules' own locking.
+ */
+#include "config.h"
+#include "engine/star.h"
+#include "engine/absorb.h"
+#include "engine/backlog.h"
+#include "engine/chain.h"
+#include "engine/recover.h"
+#include "engine/store/store.h"
+#include "engine/tailcache.h"
+#include "meta/chains.h"
+#include "meta/kv.h"
+#include "meta/refs.h"
+#include "src/base/clock.h"
+#include "src/base/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct star {
+	struct star_cfg cfg;
+	char *data_dir;
+	char id[META_STAR_MAX + 1];
+	int lock_fd;
+	struct store *store;
+	struct kv *kv;
+	struct nv_stats stats;
+	struct stream_table *streams;
+	struct backlog *backlog;
+	struct tailcache *tc;
+	struct read_engine *re;
+	struct chain *chains[NV_CLASS_COUNT];
+	struct absorb *absorbs[NV_CLASS_COUNT];
+	uint64_t epochs[NV_CLASS_COUNT];
+};
+
+void star_cfg_defaults(struct star_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->backlog_bytes = 128ull << 20;
+	c->tail_cache_bytes = 128ull << 20;
+	c->read_cache_bytes = 64ull << 20;
+	c->flight_max = 4ull << 20;
+	c->linger_ns = 1 * NV_NS_PER_MS;
+	c->put_timeout_ns = 10 * NV_NS_PER_S;
+	c->put_window = 4;
+	c->chunk_kib = 512;
+	c->zstd_level = 1;
+	c->prefetch_threads = 4;
+	c->readahead = 8;
+	c->absorb_batch_slots = 256;
+	c->age_cap_ns[NV_CLASS_STANDARD] = 3600 * NV_NS_PER_S;
+	c->age_cap_ns[NV_CLASS_EXPRESS] = 300 * NV_NS_PER_S;
+}
+
+const char *star_id(const struct star *st)
+{
+	return st->id;
+}
+
+uint64_t star_epoch(const struct star *st, unsigned cls)
+{
+	return cls < NV_CLASS_COUNT ? st->epochs[cls] : 0;
+}
+
+struct nv_stats *star_stats(struct star *st)
+{
+	return &st->stats;
+}
+
+void star_get_gauges(struct star *st, struct star_gauges *g)
+{
+	g->backlog_bytes = backlog_used(st->backlog);
+	g->backlog_budget = backlog_budget(st->backlog);
+	g->tail_cache_bytes = tailcache_bytes(st->tc);
+	g->read_cache_bytes = read_cache_bytes(st->re);
+	g->streams_loaded = stream_table_count(st->streams);
+	g->slots_live = NV_STAT_GET(&st->stats, slots_written) -
+			NV_STAT_GET(&st->stats, slots_deleted);
+}
+
+/* ------------------------------------------------------------ start-up */
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, mode) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* DATA_DIR/star-id: read it, or create it once (durably). */
+static int load_star_id(struct star *st)
+{
+	char path[4096], tmp[4096], buf[64];
+	ssize_t n;
+	int fd, rc;
+
+	if (st->cfg.star_id) {
+		if (meta_star_check(st->cfg.star_id)) {
+			nv_log(NV_ERR, NV_SUB_MAIN,
+			       "star id '%s' is invalid: 1-32 of a-z, 0-9 and '-'", st->cfg.star_id);
+			return -EINVAL;
+		}
+		snprintf(st->id, sizeof(st->id), "%s", st->cfg.star_id);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/star-id", st->data_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return -EIO;
+		buf[n] = 0;
+		buf[strcspn(buf, "\n")] = 0;
+		if (meta_star_check(buf)) {
+			nv_log(NV_ERR, NV_SUB_MAIN, "%s holds an invalid star id", path);
+			return -EINVAL;
+		}
+		memcpy(st->id, buf, strlen(buf) + 1); /* <= META_STAR_MAX: checked */
+		return 0;
+	}
+	if (errno != ENOENT)
+		return -errno;
+	{
+		unsigned char rnd[4];
+		int r = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+		if (r < 0 || read(r, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd)) {
+			if (r >= 0)
+				close(r);
+			return -EIO;
+		}
+		close(r);
+		snprintf(st->id, sizeof(st->id), "s%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+			 rnd[3]);
+	}
+	snprintf(tmp, sizeof(tmp), "%s/star-id.tmp", st->data_dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%s\n", st->id);
+	rc = (write(fd, buf, (size_t)n) == n && fsync(fd) == 0) ? 0 : -EIO;
+	close(fd);
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (!rc) {
+		int d = open(st->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (d >= 0) {
+			fsync(d);
+			close(d);
+		}
+		nv_log(NV_INFO, NV_SUB_MAIN, "new star id %s (in %s)", st->id, path);
+	}
+	return rc;
+}
+
+struct settle_scan {
+	struct star *st;
+	struct recover_cfg rc;
+	int err;
+	unsigned settled;
+};
+
+/* Invariant 2: settle every unsettled epoch this star left behind. */
+static int settle_own(void *arg, const struct meta_chain *c, uint64_t ver)
+{
+	struct settle_scan *s = arg;
+	int rc;
+
+	if (strcmp(c->star, s->st->id) || c->state == CHAIN_SETTLED)
+		return 0;
+	rc = recover_chain(&s->rc, c->cls, c->star, c->epoch);
+	if (rc) {
+		s->err = rc;
+		return 1;
+	}
+	s->settled++;
+	return 0;
+}
+
+static void on_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte)
+{
+	struct star *st = arg;
+
+	if (st->cfg.acked)
+		st->cfg.acked(st->cfg.acked_arg, s, old_byte, new_byte);
+}
+
+static int start_class(struct star *st, unsigned cls)
+{
+	struct meta_chain row;
+	uint64_t ver;
+	struct absorb_cfg ac = { 0 };
+	struct chain_cfg cc = { 0 };
+	int rc;
+
+	rc = meta_chain_mint(st->kv, cls, st->id, nv_now_wall_ns(), &row, &ver);
+	if (rc) {
+		nv_log(NV_ERR, NV_SUB_MAIN, "minting a %s epoch failed: %s", nv_class_name(cls),
+		       strerror(-rc));
+		return rc;
+	}
+	st->epochs[cls] = row.epoch;
+	ac.kv = st->kv;
+	ac.backlog = st->backlog;
+	ac.stats = &st->stats;
+	ac.row = row;
+	ac.row_ver = ver;
+	ac.policy.age_cap_ns = st->cfg.age_cap_ns[cls];
+	ac.max_batch_slots = st->cfg.absorb_batch_slots;
+	rc = absorb_new(&ac, &st->absorbs[cls]);
+	if (rc)
+		return rc;
+	cc.cls = cls;
+	cc.star = st->id;
+	cc.epoch = row.epoch;
+	cc.first_slot = 0;
+	cc.put_window = st->cfg.put_window;
+	cc.flight_max = st->cfg.flight_max;
+	cc.linger_ns = st->cfg.linger_ns;
+	cc.put_timeout_ns = st->cfg.put_timeout_ns;
+	cc.enc.chunk_target = (size_t)st->cfg.chunk_kib << 10;
+	cc.enc.zstd_level = st->cfg.zstd_level;
+	cc.store = st->store;
+	cc.backlog = st->backlog;
+	cc.tc = st->tc;
+	cc.stats = &st->stats;
+	cc.release = absorb_push;
+	cc.release_arg = st->absorbs[cls];
+	cc.acked = on_acked;
+	cc.acked_arg = st;
+	rc = chain_new(&cc, &st->chains[cls]);
+	if (rc)
+		return rc;
+	nv_log(NV_INFO, NV_SUB_MAIN, "star %s: %s chain epoch %llu started", st->id,
+	       nv_class_name(cls), (unsigned long long)row.epoch);
+	return 0;
+}
+
+int star_open(const struct star_cfg *cfg, struct star **out)
+{
+	struct star *st = calloc(1, sizeof(*st));
+	char path[4096];
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	st->cfg = *cfg;
+	st->lock_fd = -1;
+	st->data_dir = strdup(cfg->data_dir);
+	if (!st->data_dir) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = mkdir_p(st->data_dir, 0700);
+	if (rc) {
+		nv_log(NV_ERR, NV_SUB_MAIN, "data directory %s: %s", st->data_dir, strerror(-rc));
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "%s/lock", st->data_dir);
+	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (st->lock_fd < 0) {
+		rc = -errno;
+		nv_log(NV_ERR, NV_SUB_MAIN, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (flock(st->lock_fd, LOCK_EX | LOCK_NB)) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		nv_log(NV_ERR, NV_SUB_MAIN, "%s is in use by another novafs (lock %s)",
+		       st->data_dir, path);
+		goto fail;
+	}
+	rc = load_star_id(st);
+	if (rc)
+		goto fail;
+
+	if (cfg->store_url) {
+		rc = store_open(cfg->store_url, &st->store);
+	} else {
+		snprintf(path, sizeof(path), "dir:%s/objects", st->data_dir);
+		rc = store_open(path, &st->store);
+	}
+	if (rc) {
+		nv_log(NV_ERR, NV_SUB_MAIN, "opening the object store failed: %s", strerror(-rc));
+		goto fail;
+	}
+	if (cfg->meta_url) {
+		rc = kv_open(cfg->meta_url, &st->kv);
+	} else {
+		snprintf(path, sizeof(path), "sqlite:%s/meta.db", st->data_dir);
+		rc = kv_open(path, &st->kv);
+	}
+	if (rc) {
+		nv_log(NV_ERR, NV_SUB_MAIN, "opening the metastore failed: %s", strerror(-rc));
+		goto fail;
+	}
+
+	/* Invariant 2: settle what the previous incarnations left. */
+	{
+		struct settle_scan sc = { .st = st };
+
+		sc.rc.store = st->store;
+		sc.rc.kv = st->kv;
+		sc.rc.stats = &st->stats;
+		sc.rc.policy.age_cap_ns = cfg->age_cap_ns[NV_CLASS_STANDARD];
+		sc.rc.batch_slots = cfg->absorb_batch_slots;
+		sc.rc.probe_window = cfg->put_window * 4 + 16;
+		rc = meta_chain_list(st->kv, settle_own, &sc);
+		if (!rc)
+			rc = sc.err;
+		if (rc) {
+			nv_log(NV_ERR, NV_SUB_MAIN,
+			       "could not settle an earlier epoch of star %s: %s; refusing to "
+			       "serve (see the recover lines above)", st->id, strerror(-rc));
+			goto fail;
+		}
+		if (sc.settled)
+			nv_log(NV_INFO, NV_SUB_MAIN, "settled %u epoch(s) left by a crash",
+			       sc.settled);
+	}
+
+	st->streams = stream_table_new();
+	st->backlog = backlog_new(cfg->backlog_bytes, &st->stats);
+	st->tc = tailcache_new(cfg->tail_cache_bytes, &st->stats);
+	if (!st->streams || !st->backlog || !st->tc) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	{
+		struct read_cfg rcfg = {
+			.store = st->store, .kv = st->kv, .tc = st->tc, .stats = &st->stats,
+			.star = st->id, .cache_bytes = cfg->read_cache_bytes,
+			.prefetch_threads = cfg->prefetch_threads, .readahead = cfg->readahead,
+		};
+
+		rc = read_engine_new(&rcfg, &st->re);
+		if (rc)
+			goto fail;
+	}
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
+		rc = start_class(st, cls);
+		if (rc)
+			goto fail;
+	}
+	*out = st;
+	return 0;
+fail:
+	(void)star_close(st);
+	return rc;
+}
+
+/* ------------------------------------------------------------ close */
+
+int star_close(struct star *st)
+{
+	int first = 0;
+
+	if (!st)
+		return 0;
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
+		struct meta_chain row;
+		uint64_t ver, next;
+		int rc;
+
+		if (!st->chains[cls]) {
+			absorb_free(st->absorbs[cls]);
+			continue;
+		}
+		chain_stop(st->chains[cls]);
+		rc = chain_halted(st->chains[cls]);
+		next = chain_next_slot(st->chains[cls]);
+		if (!rc)
+			rc = absorb_drain(st->absorbs[cls]);
+		absorb_chain_row(st->absorbs[cls], &row, &ver);
+		absorb_free(st->absorbs[cls]);
+		chain_free(st->chains[cls]);
+		st->chains[cls] = NULL;
+		st->absorbs[cls] = NULL;
+		if (!rc && row.checkpoint == next) {
+			/* Everything is absorbed: the epoch is settled, cleanly. */
+			row.state = CHAIN_SETTLED;
+			row.clean = 1;
+			row.cut = next;
+			row.settled_ns = nv_now_wall_ns();
+			rc = meta_chain_cas(st->kv, &row, ver);
+		}
+		if (rc) {
+			nv_log(NV_WARN, NV_SUB_MAIN,
+			       "%s epoch %llu not closed cleanly (%s): the next start settles it",
+			       nv_class_name(cls), (unsigned long long)row.epoch, strerror(-rc));
+			if (!first)
+				first = rc;
+		} else {
+			nv_log(NV_INFO, NV_SUB_MAIN, "%s epoch %llu closed at slot %llu",
+			       nv_class_name(cls), (unsigned long long)row.epoch,
+			       (unsigned long long)next);
+		}
+	}
+	read_engine_free(st->re);
+	tailcache_free(st->tc);
+	backlog_free(st->backlog);
+	stream_table_free(st->streams);
+	kv_close(st->kv);
+	store_close(st->store);
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);
+	free(st->data_dir);
+	free(st);
+	return first;
+}
+
+/* ------------------------------------------------------------ names */
+
+int star_bucket_name_check(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || name[0] == '.')
+		return -EINVAL;
+	if (n > META_BUCKET_NAME_MAX)
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int star_stream_name_check(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || name[0] == '.' || strchr(name, '/'))
+		return -EINVAL;
+	if (n > META_STREAM_NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* ------------------------------------------------------------ buckets */
+
+int star_bucket_create(struct star *st, const char *name, struct meta_bucket *out)
+{
+	int rc = star_bucket_name_check(name);
+
+	if (rc)
+		return rc;
+	rc = meta_bucket_create(st->kv, name, NV_CLASS_STANDARD, out);
+	if (!rc)
+		nv_log(NV_INFO, NV_SUB_MAIN, "bucket %s created", name);
+	return rc;
+}
+
+int star_bucket_get(struct star *st, const char *name, struct meta_bucket *out)
+{
+	return meta_bucket_get(st->kv, name, out);
+}
+
+int star_bucket_delete(struct star *st, const char *name)
+{
+	int rc = meta_bucket_delete(st->kv, name);
+
+	if (!rc)
+		nv_log(NV_INFO, NV_SUB_MAIN, "bucket %s deleted", name);
+	return rc;
+}
+
+int star_bucket_list(struct star *st, const char *after, meta_bucket_fn fn, void *arg)
+{
+	return meta_bucket_list(st->kv, after, fn, arg);
+}
+
+int star_bucket_set_class(struct star *st, const char *name, unsigned cls)
+{
+	return meta_bucket_set_class(st->kv, name, cls);
+}
+
+/* ------------------------------------------------------------ streams */
+
+/* Load a stream's state from its row and its last ref. */
+static int load_stream(struct star *st, const struct meta_stream *ms, struct nv_stream **out)
+{
+	struct nv_stream *s = stream_table_find(st->streams, ms->id);
+	struct meta_ref r;
+	uint64_t end_seq = 0, end_byte = 0;
+	int rc;
+
+	if (s) {
+		*out = s;
+		return 0;
+	}
+	meta_ref_init(&r);
+	rc = meta_ref_last(st->kv, ms->id, &r);
+	if (rc == 0) {
+		end_seq = r.end_seq;
+		end_byte = r.end_byte;
+	} else if (rc != -ENOENT) {
+		meta_ref_clear(&r);
+		nv_log(NV_ERR, NV_SUB_MAIN, "stream %s/%s (%llu): reading its refs failed: %s",
+		       ms->bucket, ms->name, (unsigned long long)ms->id, strerror(-rc));
+		return rc == -EBADMSG ? -EIO : rc;
+	}
+	meta_ref_clear(&r);
+	s = stream_alloc();
+	if (!s)
+		return -ENOMEM;
+	s->id = ms->id;
+	snprintf(s->bucket, sizeof(s->bucket), "%s", ms->bucket);
+	snprintf(s->name, sizeof(s->name), "%s", ms->name);
+	s->created_ns = ms->created_ns;
+	s->cls = ms->cls;
+	s->deleted = ms->deleted_ns != 0;
+	s->next_seq = end_seq;
+	s->next_byte = end_byte;
+	s->open_flight_gen = UINT64_MAX;
+	atomic_store(&s->acked_seq, end_seq);
+	atomic_store(&s->acked_byte, end_byte);
+	atomic_store(&s->frontier_seq, end_seq);
+	atomic_store(&s->frontier_byte, end_byte);
+	atomic_store(&s->trim_seq, ms->trim_seq);
+	atomic_store(&s->trim_byte, ms->trim_byte);
+	atomic_store(&s->mtime_ns, r.max_ts ? r.max_ts : ms->created_ns);
+	*out = stream_table_insert(st->streams, s);
+	return 0;
+}
+
+int star_stream_create(struct star *st, const char *bucket, const char *name,
+		       struct nv_stream **out)
+{
+	struct meta_stream ms;
+	int rc = star_stream_name_check(name);
+
+	if (rc)
+		return rc;
+	rc = meta_stream_create(st->kv, bucket, name, -1, nv_now_wall_ns(), &ms);
+	if (rc)
+		return rc;
+	nv_log(NV_DEBUG, NV_SUB_MAIN, "stream %s/%s created (id %llu, %s)", bucket, name,
+	       (unsigned long long)ms.id, nv_class_name(ms.cls));
+	return load_stream(st, &ms, out);
+}
+
+int star_stream_lookup(struct star *st, const char *bucket, const char *name,
+		       struct nv_stream **out)
+{
+	struct meta_stream ms;
+	int rc = meta_stream_lookup(st->kv, bucket, name, &ms);
+
+	return rc ? rc : load_stream(st, &ms, out);
+}
+
+int star_stream_by_id(struct star *st, uint64_t id, struct nv_stream **out)
+{
+	struct nv_stream *s = stream_table_find(st->streams, id);
+	struct meta_stream ms;
+	int rc;
+
+	if (s) {
+		*out = s;
+		return 0;
+	}
+	rc = meta_stream_get(st->kv, id, &ms, NULL);
+	if (!rc && ms.deleted_ns)
+		rc = -ENOENT;
+	return rc ? rc : load_stream(st, &ms, out);
+}
+
+int star_stream_delete(struct star *st, struct nv_stream *s)
+{
+	int rc = meta_stream_delete(st->kv, s->id, nv_now_wall_ns());
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	s->deleted = true;
+	pthread_mutex_unlock(&s->lock);
+	tailcache_drop_stream(st->tc, s->id);
+	nv_log(NV_INFO, NV_SUB_MAIN, "stream %s/%s (%llu) deleted at %llu bytes", s->bucket,
+	       s->name, (unsigned long long)s->id, (unsigned long long)stream_acked_byte(s));
+	return 0;
+}
+
+int star_stream_list(struct star *st, const char *bucket, const char *after,
+		     meta_stream_fn fn, void *arg)
+{
+	return meta_stream_list(st->kv, bucket, after, fn, arg);
+}
+
+int star_stream_set_class(struct star *st, struct nv_stream *s, unsigned cls)
+{
+	struct chain *c;
+	unsigned old;
+	int rc;
+
+	if (cls >= NV_CLASS_COUNT)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	old = s->cls;
+	pthread_mutex_unlock(&s->lock);
+	if (old == cls)
+		return 0;
+	/* Hold admission on the stream's chain so no record slips in
+	 * between the emptiness check and the switch (invariant 3). */
+	c = st->chains[old];
+	chain_admission_lock(c);
+	if (s->next_seq != 0) {
+		rc = -ENOTEMPTY;
+	} else {
+		rc = meta_stream_set_class(st->kv, s->id, cls);
+		if (!rc) {
+			pthread_mutex_lock(&s->lock);
+			s->cls = (uint8_t)cls;
+			pthread_mutex_unlock(&s->lock);
+		}
+	}
+	chain_admission_unlock(c);
+	return rc;
+}
+
+/* ------------------------------------------------------------ data */
+
+int star_append(struct star *st, struct nv_stream *s, const void *body, size_t len,
+		flight_done_fn cb, void *arg, uint64_t *seq)
+{
+	int rc = -EAGAIN;
+
+	for (int i = 0; i < 4 && rc == -EAGAIN; i++) {
+		unsigned cls;
+
+		pthread_mutex_lock(&s->lock);
+		cls = s->cls;
+		pthread_mutex_unlock(&s->lock);
+		rc = chain_append(st->chains[cls], s, body, len, cb, arg, seq);
+	}
+	return rc;
+}
+
+int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
+	      void *dst, size_t len, size_t *got, enum read_tier *tier)
+{
+	return read_page(st->re, s, rd, off, dst, len, got, tier);
+}
+
+struct reader *star_reader_new(struct star *st, struct nv_stream *s)
+{
+	return reader_new(st->re, s);
+}

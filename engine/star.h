@@ -1,0 +1,148 @@
+/*
+ * star.h - one running novafs daemon's engine: the lifecycle that ties
+ * the store, the metastore, the chains, the absorbs, the caches and the
+ * read path together, and the namespace and data calls fs/ makes.
+ *
+ * For: everything fs/ asks of the engine.  fs/ never reaches a module
+ * below this one directly, except through the types it returns
+ * (nv_stream, reader).  Not for: FUSE, errno translation for users,
+ * option parsing (src/novafs.c).
+ *
+ * Lifecycle:
+ *
+ *   star_open:  lock DATA_DIR, open store + metastore, settle every
+ *               unsettled chain this star left behind (recover.h), mint
+ *               a new epoch per class, start a chain + absorb per class
+ *   (serving)
+ *   star_close: refuse new appends, flush and drain every chain (every
+ *               admitted append acked), drain every absorb (everything
+ *               absorbed), mark the epochs SETTLED (clean), close.
+ *
+ * Invariants:
+ *  1. One star per data directory at a time (an flock on DATA_DIR/lock).
+ *  2. No stream is served before every unsettled epoch of this star is
+ *     settled, so a stream's refs end where its records end.
+ *  3. A stream's class picks its chain; appends to one stream are in seq
+ *     order across the whole star.
+ */
+#ifndef NOVAFS_ENGINE_STAR_H
+#define NOVAFS_ENGINE_STAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/flight.h"
+#include "engine/read.h"
+#include "engine/stats.h"
+#include "engine/stream.h"
+#include "meta/streams.h"
+
+struct star;
+
+struct star_cfg {
+	const char *data_dir;      /* required: lock file, default store and metastore */
+	const char *store_url;     /* NULL: dir:DATA_DIR/objects */
+	const char *meta_url;      /* NULL: sqlite:DATA_DIR/meta.db */
+	const char *star_id;       /* NULL: DATA_DIR/star-id, created on first start */
+	uint64_t backlog_bytes;
+	uint64_t tail_cache_bytes;
+	uint64_t read_cache_bytes;
+	uint64_t flight_max;
+	uint64_t linger_ns;
+	uint64_t put_timeout_ns;
+	unsigned put_window;
+	unsigned chunk_kib;
+	int zstd_level;
+	unsigned prefetch_threads;
+	unsigned readahead;
+	unsigned absorb_batch_slots;
+	uint64_t age_cap_ns[NV_CLASS_COUNT];
+	/* Called after a stream's acked end moved (chain.h); may be NULL. */
+	void (*acked)(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
+	void *acked_arg;
+};
+
+/* Defaults for every tunable (src/novafs.c documents them in --help). */
+void star_cfg_defaults(struct star_cfg *cfg);
+
+/* Open and start.  0 and *out; -EBUSY (another star holds DATA_DIR),
+ * -EIO (recovery could not settle an epoch: see the log), or the error
+ * of the store, the metastore or thread creation. */
+int star_open(const struct star_cfg *cfg, struct star **out) __attribute__((warn_unused_result));
+
+/* Graceful close (see above) and free.  Returns 0, or the first error
+ * met while draining (data that could not be acked was failed back to
+ * its writers already).  NULL is a no-op. */
+int star_close(struct star *st);
+
+const char *star_id(const struct star *st);
+uint64_t star_epoch(const struct star *st, unsigned cls);
+struct nv_stats *star_stats(struct star *st);
+
+/* Gauges for stats: backlog and cache bytes, loaded streams. */
+struct star_gauges {
+	uint64_t backlog_bytes;
+	uint64_t backlog_budget;
+	uint64_t tail_cache_bytes;
+	uint64_t read_cache_bytes;
+	uint64_t streams_loaded;
+	uint64_t slots_live; /* slots written by this star's chains, not deleted */
+};
+void star_get_gauges(struct star *st, struct star_gauges *g);
+
+/* ------------------------------------------------------------ names */
+
+/* 0 when a bucket name is valid: 1..63 of [A-Za-z0-9._-], not starting
+ * with '.'; else -EINVAL (-ENAMETOOLONG when too long). */
+int star_bucket_name_check(const char *name) __attribute__((warn_unused_result));
+/* 0 when a stream name is valid: 1..255 bytes, no '/', not starting with
+ * '.'; else -EINVAL or -ENAMETOOLONG. */
+int star_stream_name_check(const char *name) __attribute__((warn_unused_result));
+
+/* ------------------------------------------------------------ buckets */
+
+int star_bucket_create(struct star *st, const char *name, struct meta_bucket *out)
+	__attribute__((warn_unused_result));
+int star_bucket_get(struct star *st, const char *name, struct meta_bucket *out)
+	__attribute__((warn_unused_result));
+/* -ENOTEMPTY while it holds streams. */
+int star_bucket_delete(struct star *st, const char *name) __attribute__((warn_unused_result));
+int star_bucket_list(struct star *st, const char *after, meta_bucket_fn fn, void *arg)
+	__attribute__((warn_unused_result));
+int star_bucket_set_class(struct star *st, const char *name, unsigned cls)
+	__attribute__((warn_unused_result));
+
+/* ------------------------------------------------------------ streams */
+
+/* Create: 0 and *out (a reference), -EEXIST, -ENOENT (no bucket),
+ * -EINVAL/-ENAMETOOLONG (name). */
+int star_stream_create(struct star *st, const char *bucket, const char *name,
+		       struct nv_stream **out) __attribute__((warn_unused_result));
+/* By name or id, loading its state: 0 and *out (a reference), -ENOENT. */
+int star_stream_lookup(struct star *st, const char *bucket, const char *name,
+		       struct nv_stream **out) __attribute__((warn_unused_result));
+int star_stream_by_id(struct star *st, uint64_t id, struct nv_stream **out)
+	__attribute__((warn_unused_result));
+/* Tombstone; later appends fail with -ENOENT. */
+int star_stream_delete(struct star *st, struct nv_stream *s) __attribute__((warn_unused_result));
+int star_stream_list(struct star *st, const char *bucket, const char *after,
+		     meta_stream_fn fn, void *arg) __attribute__((warn_unused_result));
+/* Change the class of an empty stream: -ENOTEMPTY once it holds records. */
+int star_stream_set_class(struct star *st, struct nv_stream *s, unsigned cls)
+	__attribute__((warn_unused_result));
+
+/* ------------------------------------------------------------ data */
+
+/* Append one record (chain_append() semantics, the chain picked by the
+ * stream's class).  cb(arg, err) is called once when acked or failed. */
+int star_append(struct star *st, struct nv_stream *s, const void *body, size_t len,
+		flight_done_fn cb, void *arg, uint64_t *seq) __attribute__((warn_unused_result));
+
+/* One page of reading (read.h). */
+int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
+	      void *dst, size_t len, size_t *got, enum read_tier *tier)
+	__attribute__((warn_unused_result));
+struct reader *star_reader_new(struct star *st, struct nv_stream *s);
+
+#endif

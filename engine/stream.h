@@ -1,0 +1,139 @@
+/*
+ * stream.h - a stream's in-memory state on the star that leads it, and
+ * the table that holds it.
+ *
+ * For: the positions a read or an append needs without a metastore read:
+ * the admitted end (where the next record goes), the acknowledged end
+ * (st_size), the ref frontier (below it refs cover everything), the trim
+ * watermark; and the stream's slice of the flight index (released runs
+ * not yet absorbed, so a read above the frontier that misses the tail
+ * cache can still find its slot).  Not for: bytes (engine/tailcache.h),
+ * durable state (meta/streams.h, meta/refs.h).
+ *
+ * Positions, always in this order:
+ *
+ *   trim <= frontier <= acked <= admitted        (seq and byte alike)
+ *   |  gone | cold: refs | hot: tail window | in flight, unacked |
+ *
+ * Locking: s->lock guards every field marked "lock".  The acked,
+ * frontier and trim positions are also atomics so st_size and the read
+ * path's tier choice can load them without the lock; they are only
+ * stored with s->lock held.  Lock order: chain lock, then stream lock,
+ * then tail cache lock.  The table's lock is never held while taking a
+ * stream lock.
+ *
+ * Invariants:
+ *  1. The positions above never move backwards (trim excepted: it only
+ *     moves forwards too, but may pass frontier only as far as acked).
+ *  2. pend[] holds, in seq order, exactly the runs with
+ *     frontier <= seq < acked: the absorb pops what it committed, the
+ *     ack path pushes what it released.
+ *  3. A stream is in the table while anyone holds a reference; the
+ *     table's entry does not count.  The last stream_put() removes it.
+ */
+#ifndef NOVAFS_ENGINE_STREAM_H
+#define NOVAFS_ENGINE_STREAM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "meta/streams.h"
+
+struct stream_table;
+
+/* One released, unabsorbed run of the stream: where its bytes are. */
+struct stream_pend {
+	uint64_t epoch;
+	uint64_t slot;
+	uint64_t first_seq;
+	uint64_t first_byte;
+	uint64_t nbytes; /* body bytes */
+	uint64_t footer_off;
+	uint32_t footer_len;
+	uint32_t nrec;
+	uint8_t cls;
+};
+
+struct nv_stream {
+	/* Immutable once the stream is in the table. */
+	uint64_t id;
+	char bucket[META_BUCKET_NAME_MAX + 1];
+	char name[META_STREAM_NAME_MAX + 1];
+	uint64_t created_ns;
+	struct stream_table *table;
+
+	atomic_int refs;
+
+	pthread_mutex_t lock;
+	uint8_t cls;     /* lock; changes only while the stream is empty */
+	bool deleted;    /* lock */
+
+	/* Admission: protected by the lock of the chain of class cls. */
+	uint64_t next_seq, next_byte;
+	uint64_t last_ts;         /* timestamps are non-decreasing */
+	uint64_t open_flight_gen; /* generation of the open flight holding open_run */
+	uint32_t open_run;        /* index of this stream's run in that flight */
+
+	/* Stored under lock, loaded lock-free. */
+	_Atomic uint64_t acked_seq, acked_byte;
+	_Atomic uint64_t frontier_seq, frontier_byte;
+	_Atomic uint64_t trim_seq, trim_byte;
+	_Atomic uint64_t mtime_ns; /* time of the last acknowledged append */
+
+	/* Bits owned by the layer above the engine (fs/): the engine never
+	 * reads them. */
+	atomic_uint user_flags;
+
+	/* Flight index slice (lock): a ring of released runs, seq order. */
+	struct stream_pend *pend;
+	uint32_t pend_head, pend_n, pend_cap;
+};
+
+/* New empty table.  NULL on ENOMEM. */
+struct stream_table *stream_table_new(void);
+/* Free the table and any stream still in it.  NULL is a no-op. */
+void stream_table_free(struct stream_table *t);
+
+/* The stream with this id with a new reference, or NULL if not loaded. */
+struct nv_stream *stream_table_find(struct stream_table *t, uint64_t id);
+
+/*
+ * Insert s (fully initialised by the caller with refs == 1, from
+ * stream_alloc()) unless a stream with the same id is already there.
+ * Returns the stream now in the table with a reference for the caller:
+ * s itself, or the existing one (then s is freed).
+ */
+struct nv_stream *stream_table_insert(struct stream_table *t, struct nv_stream *s);
+
+/* Number of loaded streams. */
+size_t stream_table_count(struct stream_table *t);
+
+/* Visit every loaded stream with a temporary reference (fn must not
+ * take the table's lock). */
+void stream_table_each(struct stream_table *t, void (*fn)(void *arg, struct nv_stream *s),
+		       void *arg);
+
+/* A zeroed stream with refs == 1 and an initialised lock.  NULL on ENOMEM. */
+struct nv_stream *stream_alloc(void);
+
+void stream_get(struct nv_stream *s);
+/* Drop a reference; the last one removes the stream from its table and
+ * frees it. */
+void stream_put(struct nv_stream *s);
+
+/* Push a released run (lock held).  0 or -ENOMEM. */
+int stream_pend_push(struct nv_stream *s, const struct stream_pend *p)
+	__attribute__((warn_unused_result));
+/* Pop runs whose seqs all lie below end_seq (lock held). */
+void stream_pend_pop_below(struct nv_stream *s, uint64_t end_seq);
+/* Find the run holding byte (lock held): 0 and *out, or -ENOENT. */
+int stream_pend_find_byte(const struct nv_stream *s, uint64_t byte, struct stream_pend *out);
+
+static inline uint64_t stream_acked_byte(const struct nv_stream *s)
+{
+	return atomic_load_explicit(&s->acked_byte, memory_order_acquire);
+}
+
+#endif

@@ -1,0 +1,1114 @@
+/*
+ * fs.c - see fs.h.
+ *
+ * Nodes: the kernel refers to buckets and streams by inode number; a
+ * node table maps a number to what it names and counts the kernel's
+ * lookups (nlookup), dropping the node on forget.  fs->lock guards the
+ * table; a node found under it is only used while the kernel holds it
+ * (a request in flight on an inode pins it).
+ *
+ * Handles: an open stream gets a struct fs_file (its stream reference,
+ * a read-ahead reader, whether the handle bypasses the page cache);
+ * an open directory gets a struct fs_dir (a page of names and a cursor
+ * name, so listing a huge bucket needs bounded memory).
+ *
+ * Page cache policy (fs.h invariant 2): read-only handles use the page
+ * cache with keep_cache (bytes never change); handles that can write use
+ * direct I/O, so an append never lands in the page cache at an offset the
+ * kernel guessed.  The kernel is told (FUSE_CAP_EXPLICIT_INVAL_DATA) that
+ * only we invalidate; after an append we invalidate the page holding the
+ * old end of a stream that was read through the cache.
+ */
+#include "config.h"
+#include "fs/fs.h"
+#include "fs/xattr.h"
+#include "meta/streams.h"
+#include "src/base/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+/* nv_stream.user_flags bit: read through the page cache since the last
+ * invalidation of its end page. */
+#define SF_CACHED 1u
+
+#define DIR_PAGE 256
+
+struct fs_node {
+	uint64_t ino;
+	enum fs_node_kind kind;
+	char bucket[META_BUCKET_NAME_MAX + 1];
+	struct nv_stream *stream; /* FS_NODE_STREAM: a reference */
+	uint64_t nlookup;         /* fs->lock */
+	struct fs_node *hnext;    /* fs->lock */
+};
+
+struct fs_file {
+	struct fs_node *node;
+	struct nv_stream *stream; /* a reference */
+	struct reader *reader;
+	bool direct;
+	bool writable;
+};
+
+struct fs_dirent {
+	char name[META_STREAM_NAME_MAX + 1];
+	uint64_t ino;
+	mode_t mode;
+};
+
+struct fs_dir {
+	struct fs_node *node;
+	pthread_mutex_t lock;
+	struct fs_dirent *page;   /* DIR_PAGE entries */
+	uint32_t npage;
+	off_t page_off;           /* readdir offset of page[0] */
+	char cursor[META_STREAM_NAME_MAX + 1]; /* list after this name */
+	bool eof;
+};
+
+struct nova_fs {
+	struct fs_cfg cfg;
+	char *data_dir;
+	struct star *star;
+	struct fuse_session *se;
+	pthread_mutex_t lock;
+	struct fs_node *buckets[1024]; /* lock: the node table */
+	struct fs_node root;
+	pthread_key_t bufkey;         /* per-thread read buffer */
+};
+
+int nova_fs_errno(int rc)
+{
+	if (rc >= 0)
+		return 0;
+	switch (rc) {
+	case -ESHUTDOWN:
+	case -EBADMSG:
+	case -ECANCELED:
+		return EIO;
+	case -EBUSY:
+		return EAGAIN;
+	default:
+		return -rc;
+	}
+}
+
+/* ------------------------------------------------------------ nodes */
+
+static struct nova_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static size_t node_hash(uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ULL) >> 54) & 1023;
+}
+
+static struct fs_node *node_find(struct nova_fs *fs, fuse_ino_t ino)
+{
+	struct fs_node *n;
+
+	if (ino == FUSE_ROOT_ID)
+		return &fs->root;
+	pthread_mutex_lock(&fs->lock);
+	for (n = fs->buckets[node_hash(ino)]; n; n = n->hnext)
+		if (n->ino == ino)
+			break;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+/* Record one more kernel lookup of a bucket or stream node.  For a
+ * stream, takes over the caller's reference s (dropped if the node
+ * already had one). */
+static struct fs_node *node_remember(struct nova_fs *fs, uint64_t ino, enum fs_node_kind kind,
+				     const char *bucket, struct nv_stream *s)
+{
+	struct fs_node *n;
+	size_t h = node_hash(ino);
+
+	pthread_mutex_lock(&fs->lock);
+	for (n = fs->buckets[h]; n; n = n->hnext)
+		if (n->ino == ino)
+			break;
+	if (!n) {
+		n = calloc(1, sizeof(*n));
+		if (!n) {
+			pthread_mutex_unlock(&fs->lock);
+			stream_put(s);
+			return NULL;
+		}
+		n->ino = ino;
+		n->kind = kind;
+		snprintf(n->bucket, sizeof(n->bucket), "%s", bucket);
+		n->stream = s;
+		s = NULL;
+		n->hnext = fs->buckets[h];
+		fs->buckets[h] = n;
+	}
+	n->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	stream_put(s);
+	return n;
+}
+
+static void node_forget(struct nova_fs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct fs_node **pp, *n = NULL;
+
+	if (ino == FUSE_ROOT_ID)
+		return;
+	pthread_mutex_lock(&fs->lock);
+	for (pp = &fs->buckets[node_hash(ino)]; *pp; pp = &(*pp)->hnext) {
+		if ((*pp)->ino != ino)
+			continue;
+		n = *pp;
+		if (n->nlookup > nlookup) {
+			n->nlookup -= nlookup;
+			n = NULL;
+		} else {
+			*pp = n->hnext;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (n) {
+		stream_put(n->stream);
+		free(n);
+	}
+}
+
+/* ------------------------------------------------------------ attributes */
+
+static void stat_root(struct nova_fs *fs, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = FUSE_ROOT_ID;
+	st->st_mode = S_IFDIR | 0755;
+	st->st_nlink = 2;
+	st->st_uid = fs->cfg.uid;
+	st->st_gid = fs->cfg.gid;
+}
+
+static void stat_bucket(struct nova_fs *fs, uint64_t ino, const struct meta_bucket *b,
+			struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = S_IFDIR | 0755;
+	st->st_nlink = 2;
+	st->st_uid = fs->cfg.uid;
+	st->st_gid = fs->cfg.gid;
+	st->st_mtim.tv_sec = (time_t)(b->created_ns / 1000000000ull);
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
+}
+
+static void stat_stream(struct nova_fs *fs, struct nv_stream *s, struct stat *st)
+{
+	uint64_t size = stream_acked_byte(s);
+	uint64_t live = size - atomic_load(&s->trim_byte);
+	uint64_t mt = atomic_load(&s->mtime_ns);
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = FS_INO_BASE + s->id;
+	st->st_mode = S_IFREG | 0644;
+	st->st_nlink = 1;
+	st->st_uid = fs->cfg.uid;
+	st->st_gid = fs->cfg.gid;
+	st->st_size = (off_t)size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((live + 511) / 512);
+	st->st_mtim.tv_sec = (time_t)(mt / 1000000000ull);
+	st->st_mtim.tv_nsec = (long)(mt % 1000000000ull);
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
+}
+
+static int node_stat(struct nova_fs *fs, struct fs_node *n, struct stat *st)
+{
+	struct meta_bucket b;
+	int rc;
+
+	switch (n->kind) {
+	case FS_NODE_ROOT:
+		stat_root(fs, st);
+		return 0;
+	case FS_NODE_BUCKET:
+		rc = star_bucket_get(fs->star, n->bucket, &b);
+		if (rc)
+			return rc;
+		stat_bucket(fs, n->ino, &b, st);
+		return 0;
+	case FS_NODE_STREAM:
+		stat_stream(fs, n->stream, st);
+		return 0;
+	}
+	return -EIO;
+}
+
+static void reply_entry(fuse_req_t req, struct nova_fs *fs, const struct stat *st)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = st->st_ino;
+	e.generation = 1;
+	e.attr = *st;
+	e.attr_timeout = fs->cfg.attr_timeout;
+	e.entry_timeout = fs->cfg.entry_timeout;
+	fuse_reply_entry(req, &e);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct nova_fs *fs = userdata;
+
+	if (conn->capable & FUSE_CAP_EXPLICIT_INVAL_DATA) {
+		conn->want |= FUSE_CAP_EXPLICIT_INVAL_DATA;
+		conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	} else {
+		nv_log(NV_WARN, NV_SUB_FS,
+		       "kernel lacks explicit page-cache invalidation: every size change "
+		       "drops the whole cached file");
+	}
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	conn->max_write = fs->cfg.max_write;
+	conn->max_read = 1u << 20; /* must equal -o max_read (src/novafs.c) */
+	if (fs->cfg.max_readahead < conn->max_readahead)
+		conn->max_readahead = fs->cfg.max_readahead;
+	nv_log(NV_INFO, NV_SUB_FS, "FUSE protocol %u.%u, max_write %u, max_readahead %u",
+	       conn->proto_major, conn->proto_minor, conn->max_write, conn->max_readahead);
+}
+
+/* ------------------------------------------------------------ lookups */
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *p = node_find(fs, parent);
+	struct stat st;
+	int rc;
+
+	if (!p) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (p->kind == FS_NODE_ROOT) {
+		struct meta_bucket b;
+
+		rc = star_bucket_get(fs->star, name, &b);
+		if (rc) {
+			fuse_reply_err(req, nova_fs_errno(rc));
+			return;
+		}
+		if (!node_remember(fs, FS_INO_BASE + b.id, FS_NODE_BUCKET, name, NULL)) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		stat_bucket(fs, FS_INO_BASE + b.id, &b, &st);
+		reply_entry(req, fs, &st);
+	} else if (p->kind == FS_NODE_BUCKET) {
+		struct nv_stream *s;
+
+		rc = star_stream_lookup(fs->star, p->bucket, name, &s);
+		if (rc) {
+			fuse_reply_err(req, nova_fs_errno(rc));
+			return;
+		}
+		stat_stream(fs, s, &st);
+		if (!node_remember(fs, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket, s)) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		reply_entry(req, fs, &st);
+	} else {
+		fuse_reply_err(req, ENOTDIR);
+	}
+}
+
+static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	node_forget(fs_of(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		node_forget(fs_of(req), forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *n = node_find(fs, ino);
+	struct stat st;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	rc = node_stat(fs, n, &st);
+	if (rc)
+		fuse_reply_err(req, nova_fs_errno(rc));
+	else
+		fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
+}
+
+/* Only a no-op is allowed: a size equal to the current one (O_TRUNC of
+ * an empty stream) and time stamps (touch), which are ignored. */
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *n = node_find(fs, ino);
+	struct stat st;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	rc = node_stat(fs, n, &st);
+	if (rc) {
+		fuse_reply_err(req, nova_fs_errno(rc));
+		return;
+	}
+	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		bool same = (!(to_set & FUSE_SET_ATTR_MODE) ||
+			     (attr->st_mode & 07777) == (st.st_mode & 07777)) &&
+			    (!(to_set & FUSE_SET_ATTR_UID) || attr->st_uid == st.st_uid) &&
+			    (!(to_set & FUSE_SET_ATTR_GID) || attr->st_gid == st.st_gid);
+
+		if (!same) {
+			fuse_reply_err(req, EPERM);
+			return;
+		}
+	}
+	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != st.st_size) {
+		nv_log(NV_DEBUG, NV_SUB_FS, "refusing to truncate inode %llu to %lld",
+		       (unsigned long long)ino, (long long)attr->st_size);
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
+}
+
+/* ------------------------------------------------------------ namespace */
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct meta_bucket b;
+	struct stat st;
+	int rc;
+
+	if (parent != FUSE_ROOT_ID) {
+		fuse_reply_err(req, EPERM); /* no directories inside a bucket */
+		return;
+	}
+	rc = star_bucket_create(fs->star, name, &b);
+	if (rc) {
+		fuse_reply_err(req, nova_fs_errno(rc));
+		return;
+	}
+	if (!node_remember(fs, FS_INO_BASE + b.id, FS_NODE_BUCKET, name, NULL)) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	stat_bucket(fs, FS_INO_BASE + b.id, &b, &st);
+	reply_entry(req, fs, &st);
+}
+
+static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct nova_fs *fs = fs_of(req);
+	int rc;
+
+	if (parent != FUSE_ROOT_ID) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	rc = star_bucket_delete(fs->star, name);
+	fuse_reply_err(req, nova_fs_errno(rc));
+}
+
+static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *p = node_find(fs, parent);
+	struct nv_stream *s;
+	int rc;
+
+	if (!p || p->kind != FS_NODE_BUCKET) {
+		fuse_reply_err(req, p ? EPERM : ESTALE);
+		return;
+	}
+	rc = star_stream_lookup(fs->star, p->bucket, name, &s);
+	if (!rc) {
+		rc = star_stream_delete(fs->star, s);
+		stream_put(s);
+	}
+	fuse_reply_err(req, nova_fs_errno(rc));
+}
+
+static void fs_refuse(fuse_req_t req, const char *what)
+{
+	nv_log(NV_DEBUG, NV_SUB_FS, "refused: %s", what);
+	fuse_reply_err(req, EPERM);
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	fs_refuse(req, "rename");
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	fs_refuse(req, "link");
+}
+
+static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	fs_refuse(req, "symlink");
+}
+
+/* ------------------------------------------------------------ files */
+
+static int file_open(struct nova_fs *fs, struct fs_node *n, struct fuse_file_info *fi)
+{
+	struct fs_file *f;
+	int acc = fi->flags & O_ACCMODE;
+
+	if (n->kind != FS_NODE_STREAM)
+		return -EISDIR;
+	if ((fi->flags & O_TRUNC) && stream_acked_byte(n->stream) > 0)
+		return -EPERM;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->node = n;
+	stream_get(n->stream);
+	f->stream = n->stream;
+	f->writable = acc == O_WRONLY || acc == O_RDWR;
+	f->direct = f->writable;
+	if (acc != O_WRONLY)
+		f->reader = star_reader_new(fs->star, n->stream);
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->direct_io = f->direct;
+	fi->keep_cache = !f->direct; /* bytes below st_size never change */
+	return 0;
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *n = node_find(fs, ino);
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	rc = file_open(fs, n, fi);
+	if (rc)
+		fuse_reply_err(req, -rc);
+	else if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* Interrupted: the kernel will never release it. */
+		struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+
+		reader_free(f->reader);
+		stream_put(f->stream);
+		free(f);
+	}
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *p = node_find(fs, parent);
+	struct fuse_entry_param e;
+	struct nv_stream *s;
+	struct fs_node *n;
+	int rc;
+
+	if (!p) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (p->kind != FS_NODE_BUCKET || !S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM); /* streams live in buckets */
+		return;
+	}
+	rc = star_stream_create(fs->star, p->bucket, name, &s);
+	if (rc == -EEXIST && !(fi->flags & O_EXCL))
+		rc = star_stream_lookup(fs->star, p->bucket, name, &s);
+	if (rc) {
+		fuse_reply_err(req, nova_fs_errno(rc));
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	stat_stream(fs, s, &e.attr);
+	n = node_remember(fs, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket, s);
+	if (!n) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = file_open(fs, n, fi);
+	if (rc) {
+		node_forget(fs, n->ino, 1);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	e.ino = e.attr.st_ino;
+	e.generation = 1;
+	e.attr_timeout = fs->cfg.attr_timeout;
+	e.entry_timeout = fs->cfg.entry_timeout;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+
+		reader_free(f->reader);
+		stream_put(f->stream);
+		free(f);
+	}
+}
+
+static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *p = node_find(fs, parent);
+	struct nv_stream *s;
+	struct stat st;
+	int rc;
+
+	if (!p || p->kind != FS_NODE_BUCKET || !S_ISREG(mode)) {
+		fuse_reply_err(req, p ? EPERM : ESTALE);
+		return;
+	}
+	rc = star_stream_create(fs->star, p->bucket, name, &s);
+	if (rc) {
+		fuse_reply_err(req, nova_fs_errno(rc));
+		return;
+	}
+	stat_stream(fs, s, &st);
+	if (!node_remember(fs, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket, s)) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	reply_entry(req, fs, &st);
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+
+	reader_free(f->reader);
+	stream_put(f->stream);
+	free(f);
+	fuse_reply_err(req, 0);
+}
+
+/* Every acknowledged write is already durable: nothing to flush. */
+static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+/* The per-thread read buffer (READ_PAGE_MAX bytes or max_read). */
+static uint8_t *read_buffer(struct nova_fs *fs, size_t size)
+{
+	struct rdbuf {
+		size_t cap;
+		uint8_t data[];
+	} *b = pthread_getspecific(fs->bufkey);
+
+	if (b && b->cap >= size)
+		return b->data;
+	free(b);
+	b = malloc(sizeof(*b) + size);
+	if (!b) {
+		pthread_setspecific(fs->bufkey, NULL);
+		return NULL;
+	}
+	b->cap = size;
+	pthread_setspecific(fs->bufkey, b);
+	return b->data;
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	uint8_t *buf = read_buffer(fs, size);
+	size_t done = 0;
+	int rc = 0;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (!f->direct)
+		atomic_fetch_or(&f->stream->user_flags, SF_CACHED);
+	/* Fill the whole request across tiers (fs.h): a short read is the
+	 * end of the stream. */
+	while (done < size) {
+		enum read_tier tier;
+		size_t got;
+
+		rc = star_read(fs->star, f->stream, f->reader, (uint64_t)off + done, buf + done,
+			       size - done, &got, &tier);
+		if (rc || got == 0)
+			break;
+		done += got;
+	}
+	if (rc && done == 0) {
+		nv_log(NV_WARN, NV_SUB_FS, "read of %s/%s at %lld failed: %s", f->stream->bucket,
+		       f->stream->name, (long long)off, strerror(-rc));
+		fuse_reply_err(req, nova_fs_errno(rc));
+		return;
+	}
+	fuse_reply_buf(req, (const char *)buf, done);
+}
+
+struct write_op {
+	fuse_req_t req;
+	size_t size;
+};
+
+static void write_done(void *arg, int err)
+{
+	struct write_op *w = arg;
+
+	if (err)
+		fuse_reply_err(w->req, nova_fs_errno(err));
+	else
+		fuse_reply_write(w->req, w->size);
+	free(w);
+}
+
+static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	struct write_op *w;
+	int rc;
+
+	if (!f->writable) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	/* Appends only (DESIGN.md 5): O_APPEND goes to the end wherever the
+	 * kernel thinks it is; otherwise the offset must be the end.  The
+	 * kernel serialises writes to one inode, so the acked end is the
+	 * admitted end here. */
+	if (!(fi->flags & O_APPEND) && (uint64_t)off != stream_acked_byte(f->stream)) {
+		nv_log(NV_DEBUG, NV_SUB_FS, "%s/%s: write at %lld, end is %llu: refused",
+		       f->stream->bucket, f->stream->name, (long long)off,
+		       (unsigned long long)stream_acked_byte(f->stream));
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (size == 0) {
+		fuse_reply_write(req, 0);
+		return;
+	}
+	w = malloc(sizeof(*w));
+	if (!w) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	w->req = req;
+	w->size = size;
+	rc = star_append(fs->star, f->stream, buf, size, write_done, w, NULL);
+	if (rc) {
+		free(w);
+		if (rc != -ENOENT)
+			nv_log(NV_WARN, NV_SUB_FS, "append to %s/%s refused: %s", f->stream->bucket,
+			       f->stream->name, strerror(-rc));
+		fuse_reply_err(req, nova_fs_errno(rc));
+	}
+	/* else: replied from write_done() at acknowledgement. */
+}
+
+void nova_fs_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte)
+{
+	struct nova_fs *fs = arg;
+	uint64_t page = old_byte & ~(uint64_t)4095;
+
+	/* fs.h invariant 2: the page holding the old end may be cached with
+	 * zeros past it.  Only when it was read through the cache, and only
+	 * a partial page matters. */
+	if (!fs->se || (old_byte & 4095) == 0)
+		return;
+	if (!(atomic_fetch_and(&s->user_flags, ~SF_CACHED) & SF_CACHED))
+		return;
+	(void)new_byte;
+	fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_BASE + s->id, (off_t)page, 4096);
+}
+
+/* ------------------------------------------------------------ directories */
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *n = node_find(fs, ino);
+	struct fs_dir *d;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n->kind == FS_NODE_STREAM) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
+	if (d)
+		d->page = calloc(DIR_PAGE, sizeof(*d->page));
+	if (!d || !d->page) {
+		free(d);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	d->node = n;
+	pthread_mutex_init(&d->lock, NULL);
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fuse_reply_open(req, fi);
+}
+
+struct page_fill {
+	struct fs_dir *d;
+};
+
+static int fill_bucket(void *arg, const struct meta_bucket *b)
+{
+	struct fs_dir *d = arg;
+	struct fs_dirent *e = &d->page[d->npage++];
+
+	snprintf(e->name, sizeof(e->name), "%s", b->name);
+	e->ino = FS_INO_BASE + b->id;
+	e->mode = S_IFDIR;
+	return d->npage == DIR_PAGE ? 1 : 0;
+}
+
+static int fill_stream(void *arg, const struct meta_stream *s)
+{
+	struct fs_dir *d = arg;
+	struct fs_dirent *e = &d->page[d->npage++];
+
+	snprintf(e->name, sizeof(e->name), "%s", s->name);
+	e->ino = FS_INO_BASE + s->id;
+	e->mode = S_IFREG;
+	return d->npage == DIR_PAGE ? 1 : 0;
+}
+
+/* Load the page of names after d->cursor; offsets 0 and 1 are "." and
+ * "..", names start at 2. */
+static int load_page(struct nova_fs *fs, struct fs_dir *d, off_t page_off)
+{
+	int rc;
+
+	d->npage = 0;
+	d->page_off = page_off;
+	if (d->node->kind == FS_NODE_ROOT)
+		rc = star_bucket_list(fs->star, d->cursor, fill_bucket, d);
+	else
+		rc = star_stream_list(fs->star, d->node->bucket, d->cursor, fill_stream, d);
+	d->eof = d->npage < DIR_PAGE;
+	return rc;
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	size_t used = 0;
+	int rc = 0;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (off == 0) { /* opendir or rewinddir: list afresh */
+		d->page_off = 0;
+		d->npage = 0;
+	}
+	while (used < size) {
+		struct stat st = { 0 };
+		const char *name;
+		size_t need;
+
+		if (off == 0 || off == 1) {
+			name = off == 0 ? "." : "..";
+			st.st_ino = off == 0 ? ino : FUSE_ROOT_ID;
+			st.st_mode = S_IFDIR;
+		} else {
+			/* Position the page over off. */
+			if (off < d->page_off || (d->npage == 0 && d->page_off != off) ||
+			    (d->page_off == 0)) {
+				d->cursor[0] = 0; /* rewind: list from the start */
+				rc = load_page(fs, d, 2);
+				if (rc)
+					break;
+			}
+			while (off >= d->page_off + (off_t)d->npage && !d->eof) {
+				snprintf(d->cursor, sizeof(d->cursor), "%s",
+					 d->page[d->npage - 1].name);
+				rc = load_page(fs, d, d->page_off + (off_t)d->npage);
+				if (rc)
+					break;
+			}
+			if (rc || off >= d->page_off + (off_t)d->npage)
+				break; /* end of the directory */
+			name = d->page[off - d->page_off].name;
+			st.st_ino = d->page[off - d->page_off].ino;
+			st.st_mode = d->page[off - d->page_off].mode;
+		}
+		need = fuse_add_direntry(req, buf + used, size - used, name, &st, off + 1);
+		if (need > size - used)
+			break;
+		used += need;
+		off++;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (rc && used == 0)
+		fuse_reply_err(req, nova_fs_errno(rc));
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs_dir *d = (struct fs_dir *)(uintptr_t)fi->fh;
+
+	pthread_mutex_destroy(&d->lock);
+	free(d->page);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+/* ------------------------------------------------------------ xattrs */
+
+static int xattr_target(struct fs_node *n, struct fs_xattr_target *t)
+{
+	t->kind = n->kind;
+	t->bucket = n->bucket;
+	t->stream = n->stream;
+	return 0;
+}
+
+static void reply_value(fuse_req_t req, size_t size, const struct nv_buf *v)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, v->len);
+	else if (size < v->len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, (const char *)v->ptr, v->len);
+}
+
+static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *n = node_find(fs, ino);
+	struct fs_xattr_target t;
+	struct nv_buf v;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	xattr_target(n, &t);
+	nv_buf_init(&v, 1u << 24);
+	rc = fs_xattr_get(fs->star, &t, name, &v);
+	if (rc)
+		fuse_reply_err(req, nova_fs_errno(rc));
+	else
+		reply_value(req, size, &v);
+	nv_buf_free(&v);
+}
+
+static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *n = node_find(fs, ino);
+	struct fs_xattr_target t;
+	struct nv_buf v;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	xattr_target(n, &t);
+	nv_buf_init(&v, 65536);
+	rc = fs_xattr_list(&t, &v);
+	if (rc)
+		fuse_reply_err(req, nova_fs_errno(rc));
+	else
+		reply_value(req, size, &v);
+	nv_buf_free(&v);
+}
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *n = node_find(fs, ino);
+	struct fs_xattr_target t;
+	int rc;
+
+	if (!n) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	xattr_target(n, &t);
+	rc = fs_xattr_set(fs->star, &t, name, value, size);
+	if (rc && rc != -ENOTSUP)
+		nv_log(NV_INFO, NV_SUB_FS, "setxattr %s on inode %llu refused: %s", name,
+		       (unsigned long long)ino, strerror(-rc));
+	fuse_reply_err(req, nova_fs_errno(rc));
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, strncmp(name, "user.nova.", 10) ? ENODATA : EPERM);
+}
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct statvfs sv;
+
+	if (!fs->data_dir || statvfs(fs->data_dir, &sv)) {
+		memset(&sv, 0, sizeof(sv));
+		sv.f_bsize = 4096;
+	}
+	sv.f_namemax = META_STREAM_NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}
+
+static const struct fuse_lowlevel_ops ops = {
+	.init = fs_init,
+	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.mknod = fs_mknod,
+	.mkdir = fs_mkdir,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.flush = fs_flush,
+	.release = fs_release,
+	.fsync = fs_fsync,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.releasedir = fs_releasedir,
+	.statfs = fs_statfs,
+	.setxattr = fs_setxattr,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.removexattr = fs_removexattr,
+	.create = fs_create,
+};
+
+const struct fuse_lowlevel_ops *nova_fs_ops(void)
+{
+	return &ops;
+}
+
+/* ------------------------------------------------------------ setup */
+
+int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
+{
+	struct nova_fs *fs = calloc(1, sizeof(*fs));
+
+	if (!fs)
+		return -ENOMEM;
+	fs->cfg = *cfg;
+	if (cfg->data_dir)
+		fs->data_dir = strdup(cfg->data_dir);
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_key_create(&fs->bufkey, free);
+	fs->root.ino = FUSE_ROOT_ID;
+	fs->root.kind = FS_NODE_ROOT;
+	*out = fs;
+	return 0;
+}
+
+void nova_fs_set_star(struct nova_fs *fs, struct star *st)
+{
+	fs->star = st;
+}
+
+void nova_fs_set_session(struct nova_fs *fs, struct fuse_session *se)
+{
+	fs->se = se;
+}
+
+void nova_fs_forget_all(struct nova_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (size_t i = 0; i < sizeof(fs->buckets) / sizeof(fs->buckets[0]); i++) {
+		while (fs->buckets[i]) {
+			struct fs_node *n = fs->buckets[i];
+
+			fs->buckets[i] = n->hnext;
+			stream_put(n->stream);
+			free(n);
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void nova_fs_free(struct nova_fs *fs)
+{
+	if (!fs)
+		return;
+	nova_fs_forget_all(fs);
+	free(pthread_getspecific(fs->bufkey));
+	pthread_setspecific(fs->bufkey, NULL);
+	pthread_key_delete(fs->bufkey);
+	pthread_mutex_destroy(&fs->lock);
+	free(fs->data_dir);
+	free(fs);
+}

@@ -1,0 +1,73 @@
+/*
+ * fs.h - the FUSE face of novafs: low-level operations that translate
+ * filesystem requests into engine calls (engine/star.h) and engine
+ * errors into errnos.  No engine logic lives here.
+ *
+ * The namespace (DESIGN.md section 5):
+ *   /                  directory; its entries are buckets
+ *   /BUCKET            directory; its entries are streams
+ *   /BUCKET/STREAM     regular file: an append-only stream
+ *
+ * Inode numbers: 1 is the root; a bucket or a stream has FS_INO_BASE +
+ * its id (ids are never reused, so generation is always 1).
+ *
+ * Invariants:
+ *  1. Exactly one reply per request; a write is replied to from the
+ *     engine's acknowledgement (another thread), never before.
+ *  2. st_size is the stream's acked length.  Bytes below it never
+ *     change, so the page cache may keep them; when an append moves the
+ *     end of a stream whose last partial page a reader may have cached,
+ *     that page is invalidated before the writer is answered.
+ *  3. Anything but an append (writes elsewhere, truncation of a non-empty
+ *     stream, rename, link, chmod...) is refused with EPERM.
+ */
+#ifndef NOVAFS_FS_FS_H
+#define NOVAFS_FS_FS_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine/star.h"
+
+#define FS_INO_BASE 16u
+
+struct nova_fs;
+
+struct fs_cfg {
+	double attr_timeout;  /* seconds the kernel may cache attributes */
+	double entry_timeout; /* seconds the kernel may cache names */
+	unsigned max_write;   /* bytes per write request (one record) */
+	unsigned max_readahead;
+	uid_t uid;            /* owner shown for every node */
+	gid_t gid;
+	const char *data_dir; /* for statfs */
+};
+
+/* Create the translation layer (before the star, whose ack hook it is).
+ * 0 and *out, -ENOMEM. */
+int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
+	__attribute__((warn_unused_result));
+
+/* Attach the engine (borrowed until nova_fs_free()) and the session. */
+void nova_fs_set_star(struct nova_fs *fs, struct star *st);
+void nova_fs_set_session(struct nova_fs *fs, struct fuse_session *se);
+
+/* The operations table (one const table for the whole program). */
+const struct fuse_lowlevel_ops *nova_fs_ops(void);
+
+/* The star's ack hook (star_cfg.acked); arg is the nova_fs. */
+void nova_fs_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
+
+/* Drop every node (and its stream reference) once the session loop has
+ * ended, before the engine closes. */
+void nova_fs_forget_all(struct nova_fs *fs);
+
+/* Free; every FUSE request must be finished.  NULL is a no-op. */
+void nova_fs_free(struct nova_fs *fs);
+
+/* Map an engine error to the errno a user sees (positive). */
+int nova_fs_errno(int engine_rc);
+
+#endif

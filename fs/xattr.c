@@ -1,0 +1,150 @@
+/*
+ * xattr.c - see xattr.h.
+ *
+ * Values are plain decimal or words without a trailing newline, except
+ * stats, which is one JSON object (jansson).
+ */
+#include "config.h"
+#include "fs/xattr.h"
+#include "meta/streams.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PFX "user.nova."
+
+static const char *const stream_names[] = { "seq", "frontier", "class", "epoch", NULL };
+static const char *const bucket_names[] = { "class", NULL };
+static const char *const root_names[] = { "stats", NULL };
+
+static const char *const *names_of(enum fs_node_kind k)
+{
+	switch (k) {
+	case FS_NODE_STREAM: return stream_names;
+	case FS_NODE_BUCKET: return bucket_names;
+	default: return root_names;
+	}
+}
+
+static void stat_field(void *arg, const char *name, uint64_t value)
+{
+	json_object_set_new(arg, name, json_integer((json_int_t)value));
+}
+
+static int stats_json(struct star *st, struct nv_buf *out)
+{
+	struct star_gauges g;
+	json_t *o = json_object();
+	char *s;
+	int rc;
+
+	if (!o)
+		return -ENOMEM;
+	nv_stats_visit(star_stats(st), stat_field, o);
+	star_get_gauges(st, &g);
+	json_object_set_new(o, "star", json_string(star_id(st)));
+	for (unsigned c = 0; c < NV_CLASS_COUNT; c++) {
+		char k[32];
+
+		snprintf(k, sizeof(k), "epoch_%s", nv_class_name(c));
+		json_object_set_new(o, k, json_integer((json_int_t)star_epoch(st, c)));
+	}
+	json_object_set_new(o, "backlog_bytes", json_integer((json_int_t)g.backlog_bytes));
+	json_object_set_new(o, "backlog_budget", json_integer((json_int_t)g.backlog_budget));
+	json_object_set_new(o, "tail_cache_bytes", json_integer((json_int_t)g.tail_cache_bytes));
+	json_object_set_new(o, "read_cache_bytes", json_integer((json_int_t)g.read_cache_bytes));
+	json_object_set_new(o, "streams_loaded", json_integer((json_int_t)g.streams_loaded));
+	json_object_set_new(o, "slots_live", json_integer((json_int_t)g.slots_live));
+	s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	rc = nv_buf_add(out, s, strlen(s));
+	free(s);
+	return rc;
+}
+
+int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *name,
+		 struct nv_buf *out)
+{
+	const char *n;
+
+	nv_buf_reset(out);
+	if (strncmp(name, PFX, sizeof(PFX) - 1))
+		return -ENODATA;
+	n = name + sizeof(PFX) - 1;
+	switch (t->kind) {
+	case FS_NODE_ROOT:
+		if (!strcmp(n, "stats"))
+			return stats_json(st, out);
+		return -ENODATA;
+	case FS_NODE_BUCKET:
+		if (!strcmp(n, "class")) {
+			struct meta_bucket b;
+			int rc = star_bucket_get(st, t->bucket, &b);
+
+			return rc ? rc : nv_buf_printf(out, "%s", nv_class_name(b.default_class));
+		}
+		return -ENODATA;
+	case FS_NODE_STREAM: {
+		struct nv_stream *s = t->stream;
+		unsigned cls;
+
+		pthread_mutex_lock(&s->lock);
+		cls = s->cls;
+		pthread_mutex_unlock(&s->lock);
+		if (!strcmp(n, "seq"))
+			return nv_buf_printf(out, "%llu",
+					     (unsigned long long)atomic_load(&s->acked_seq));
+		if (!strcmp(n, "frontier"))
+			return nv_buf_printf(out, "%llu",
+					     (unsigned long long)atomic_load(&s->frontier_seq));
+		if (!strcmp(n, "class"))
+			return nv_buf_printf(out, "%s", nv_class_name(cls));
+		if (!strcmp(n, "epoch"))
+			return nv_buf_printf(out, "%llu", (unsigned long long)star_epoch(st, cls));
+		return -ENODATA;
+	}
+	}
+	return -ENODATA;
+}
+
+int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
+		 const char *value, size_t size)
+{
+	const char *const *known;
+	const char *n;
+	unsigned cls;
+
+	if (strncmp(name, PFX, sizeof(PFX) - 1))
+		return -ENOTSUP; /* novafs stores no other attributes */
+	n = name + sizeof(PFX) - 1;
+	if (!strcmp(n, "class") && t->kind != FS_NODE_ROOT) {
+		if (nv_class_parse(value, size, &cls))
+			return -EINVAL;
+		if (t->kind == FS_NODE_BUCKET)
+			return star_bucket_set_class(st, t->bucket, cls);
+		return star_stream_set_class(st, t->stream, cls);
+	}
+	for (known = names_of(t->kind); *known; known++)
+		if (!strcmp(n, *known))
+			return -EPERM; /* read-only */
+	return -ENOTSUP;
+}
+
+int fs_xattr_list(const struct fs_xattr_target *t, struct nv_buf *out)
+{
+	nv_buf_reset(out);
+	for (const char *const *k = names_of(t->kind); *k; k++) {
+		int rc = nv_buf_printf(out, PFX "%s", *k);
+
+		if (!rc)
+			rc = nv_buf_add_u8(out, 0);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,59 @@
+/*
+ * keys.h - the metastore keyspaces, in one place.
+ *
+ * For: building every metastore key from its typed parts.  Each builder
+ * resets the buffer and appends an order-preserving tuple (meta/tuple.h),
+ * so the byte order of keys of one space is the order of their parts.
+ * Not for: values (each row module encodes its own).
+ *
+ * Spaces (tuple elements; first element a short string tag):
+ *   ("bkt", bucket)                          bucket row       streams.c
+ *   ("sn",  bucket, name)                    stream by name   streams.c
+ *   ("sid", stream_id)                       stream row       streams.c
+ *   ("ctr", "ids")                           id counter       streams.c
+ *   ("ref", stream_id, first_seq)            span ref /       refs.c
+ *                                            catalog row
+ *   ("rby", stream_id, first_byte)           byte index of    refs.c
+ *                                            the same rows
+ *   ("mint", class, star)                    epoch mint head  chains.c
+ *   ("chn", class, star, epoch)              chain row        chains.c
+ *   ("mrk", class, star, epoch, first_slot)  batch marker     markers.c
+ *
+ * Invariants:
+ *  1. No two spaces share a tag, and a tag is never a prefix of another
+ *     tag's encoding (tuple strings are terminated), so spaces never
+ *     interleave.
+ *  2. A "prefix" builder yields the encoded prefix of every key of a
+ *     sub-space; nv_tup_prefix_end() of it bounds the sub-space above.
+ */
+#ifndef NOVAFS_META_KEYS_H
+#define NOVAFS_META_KEYS_H
+
+#include <stdint.h>
+
+#include "src/base/buf.h"
+
+/* Every builder: 0 or -ENOMEM/-E2BIG (from nv_buf); b is reset first. */
+int key_bucket(struct nv_buf *b, const char *bucket) __attribute__((warn_unused_result));
+int key_bucket_space(struct nv_buf *b) __attribute__((warn_unused_result));
+int key_stream_name(struct nv_buf *b, const char *bucket, const char *name)
+	__attribute__((warn_unused_result));
+int key_stream_names_of(struct nv_buf *b, const char *bucket) __attribute__((warn_unused_result));
+int key_stream_id(struct nv_buf *b, uint64_t id) __attribute__((warn_unused_result));
+int key_stream_id_space(struct nv_buf *b) __attribute__((warn_unused_result));
+int key_id_counter(struct nv_buf *b) __attribute__((warn_unused_result));
+int key_ref(struct nv_buf *b, uint64_t stream, uint64_t first_seq) __attribute__((warn_unused_result));
+int key_refs_of(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
+int key_ref_byte(struct nv_buf *b, uint64_t stream, uint64_t first_byte)
+	__attribute__((warn_unused_result));
+int key_ref_bytes_of(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
+int key_mint(struct nv_buf *b, unsigned cls, const char *star) __attribute__((warn_unused_result));
+int key_chain(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
+	__attribute__((warn_unused_result));
+int key_chain_space(struct nv_buf *b) __attribute__((warn_unused_result));
+int key_marker(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch,
+	       uint64_t first_slot) __attribute__((warn_unused_result));
+int key_markers_of(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
+	__attribute__((warn_unused_result));
+
+#endif

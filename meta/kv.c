@@ -1,0 +1,333 @@
+/*
+ * kv.c - the dispatch layer of the metastore interface (see kv.h).
+ *
+ * For: parsing metastore URLs, owning the backend behind a struct kv,
+ * building transactions, enforcing the hard size limits and running the
+ * meta.commit failpoint before every backend commit.  Not for: storage
+ * (meta/sqlite.c and later backends), key layout (meta/tuple.c,
+ * meta/keys.c).
+ *
+ * Invariants:
+ *  1. A backend never sees a key longer than KV_KEY_MAX or a value longer
+ *     than KV_VAL_MAX in a write or compare; the check is made here, once,
+ *     for every backend.
+ *  2. The backend's commit gets the compares first, then the writes, each
+ *     group in the order the caller added them.
+ *  3. A transaction whose builder failed is poisoned: it keeps the first
+ *     error, accepts nothing more, and its commit returns that error
+ *     without reaching the backend.
+ *  4. A transaction reaches the backend at most once.
+ *  5. NV_FP("meta.commit") runs before every backend commit (transactions
+ *     and the one-write conveniences); when it returns an error nothing
+ *     is committed.
+ *
+ * Threads: struct kv is immutable after kv_wrap() returns, so the calls
+ * here need no lock; the backend is thread-safe (kv.h invariant 4).  A
+ * struct kv_txn belongs to one thread at a time.
+ */
+#include "config.h"
+#include "meta/kv.h"
+#include "meta/sqlite.h"
+#include "src/base/failpoint.h"
+#include "src/base/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * A range or floor bound may be one byte longer than a key: the exclusive
+ * end of a maximal prefix is the prefix + 0xFF (nv_tup_prefix_end()).
+ */
+#define KV_BOUND_MAX (KV_KEY_MAX + 1)
+
+/* Immutable after kv_wrap(); shared by every thread. */
+struct kv {
+	const struct kv_backend_ops *ops; /* borrowed: static tables */
+	void *be;                         /* owned; ops->close() */
+	char *name;                       /* owned */
+};
+
+/*
+ * Owned by the thread building it.  ops[] holds compares and writes in
+ * the order they were added; every key and val in it is owned here.
+ */
+struct kv_txn {
+	struct kv_op *ops;
+	size_t nops, cap;
+	size_t nwrites;  /* KV_PUT and KV_DEL entries in ops[] */
+	bool mixed;      /* a compare was added after a write */
+	bool committed;  /* handed to kv_txn_commit() once */
+	int err;         /* first builder error (poison), or 0 */
+};
+
+int kv_wrap(const struct kv_backend_ops *ops, void *be, const char *name,
+	    struct kv **out)
+{
+	struct kv *kv = calloc(1, sizeof(*kv));
+
+	if (kv)
+		kv->name = strdup(name ? name : ops->scheme);
+	if (!kv || !kv->name) {
+		free(kv);
+		ops->close(be);
+		return -ENOMEM;
+	}
+	kv->ops = ops;
+	kv->be = be;
+	*out = kv;
+	return 0;
+}
+
+int kv_open(const char *url, struct kv **out)
+{
+	static const char scheme[] = "sqlite:";
+	const char *path = url;
+
+	if (url && !strncmp(url, scheme, sizeof(scheme) - 1))
+		path = url + sizeof(scheme) - 1;
+	if (!path || path[0] != '/') {
+		nv_log(NV_ERR, NV_SUB_META,
+		       "metastore URL '%s': expected sqlite:/abs/path or /abs/path",
+		       url ? url : "(null)");
+		return -EINVAL;
+	}
+	return sqlite_kv_open(path, out);
+}
+
+void kv_close(struct kv *kv)
+{
+	if (!kv)
+		return;
+	kv->ops->close(kv->be);
+	free(kv->name);
+	free(kv);
+}
+
+const char *kv_name(const struct kv *kv)
+{
+	return kv->name;
+}
+
+int kv_get(struct kv *kv, const void *key, size_t klen, struct nv_buf *val,
+	   uint64_t *ver)
+{
+	if (klen > KV_KEY_MAX)
+		return -E2BIG;
+	return kv->ops->get(kv->be, key, klen, val, ver);
+}
+
+int kv_floor(struct kv *kv, const void *key, size_t klen, const void *lo,
+	     size_t lolen, struct nv_buf *key_out, struct nv_buf *val_out,
+	     uint64_t *ver)
+{
+	if (klen > KV_BOUND_MAX || lolen > KV_BOUND_MAX)
+		return -E2BIG;
+	return kv->ops->floor(kv->be, key, klen, lo, lolen, key_out, val_out, ver);
+}
+
+int kv_range(struct kv *kv, const void *start, size_t slen, const void *end,
+	     size_t elen, size_t limit, bool reverse, kv_visit_fn fn, void *arg)
+{
+	if (!fn)
+		return -EINVAL;
+	if (slen > KV_BOUND_MAX || elen > KV_BOUND_MAX)
+		return -E2BIG;
+	return kv->ops->range(kv->be, start, slen, end, elen, limit, reverse, fn,
+			      arg);
+}
+
+/* ----------------------------------------------------------------------
+ * Transactions
+ */
+
+struct kv_txn *kv_txn_new(void)
+{
+	return calloc(1, sizeof(struct kv_txn));
+}
+
+void kv_txn_free(struct kv_txn *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nops; i++) {
+		free(t->ops[i].key);
+		free(t->ops[i].val);
+	}
+	free(t->ops);
+	free(t);
+}
+
+size_t kv_txn_nwrites(const struct kv_txn *t)
+{
+	return t->nwrites;
+}
+
+/* Copy n bytes into a fresh allocation of at least one byte, so that a
+ * zero-length key or value is still a non-NULL pointer.  NULL on ENOMEM. */
+static uint8_t *dup_bytes(const void *p, size_t n)
+{
+	uint8_t *d = malloc(n ? n : 1);
+
+	if (d && n)
+		memcpy(d, p, n);
+	return d;
+}
+
+/* Record err as the transaction's poison (the first error wins). */
+static int poison(struct kv_txn *t, int err)
+{
+	if (!t->err)
+		t->err = err;
+	return err;
+}
+
+/*
+ * Append one op with owned copies of key and (when has_val) val.  0, or
+ * the error that now poisons t.
+ */
+static int txn_add(struct kv_txn *t, enum kv_op_kind kind, const void *key,
+		   size_t klen, bool has_val, const void *val, size_t vlen,
+		   uint64_t ver)
+{
+	bool is_write = kind == KV_PUT || kind == KV_DEL;
+	struct kv_op *op;
+
+	if (t->err)
+		return t->err;
+	if (t->committed)
+		return poison(t, -EINVAL);
+	if (klen > KV_KEY_MAX || (has_val && vlen > KV_VAL_MAX))
+		return poison(t, -E2BIG);
+	if (t->nops == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 8;
+		struct kv_op *n;
+
+		if (ncap > SIZE_MAX / sizeof(*n))
+			return poison(t, -ENOMEM);
+		n = realloc(t->ops, ncap * sizeof(*n));
+		if (!n)
+			return poison(t, -ENOMEM);
+		t->ops = n;
+		t->cap = ncap;
+	}
+	op = &t->ops[t->nops];
+	memset(op, 0, sizeof(*op));
+	op->kind = kind;
+	op->klen = klen;
+	op->ver = ver;
+	op->key = dup_bytes(key, klen);
+	if (!op->key)
+		return poison(t, -ENOMEM);
+	if (has_val) {
+		op->vlen = vlen;
+		op->val = dup_bytes(val, vlen);
+		if (!op->val) {
+			free(op->key);
+			return poison(t, -ENOMEM);
+		}
+	}
+	t->nops++;
+	if (is_write)
+		t->nwrites++;
+	else if (t->nwrites)
+		t->mixed = true;
+	return 0;
+}
+
+int kv_txn_cmp_ver(struct kv_txn *t, const void *key, size_t klen, uint64_t ver)
+{
+	return txn_add(t, KV_CMP_VER, key, klen, false, NULL, 0, ver);
+}
+
+int kv_txn_cmp_val(struct kv_txn *t, const void *key, size_t klen,
+		   const void *val, size_t vlen)
+{
+	return txn_add(t, KV_CMP_VAL, key, klen, true, val, vlen, 0);
+}
+
+int kv_txn_put(struct kv_txn *t, const void *key, size_t klen, const void *val,
+	       size_t vlen)
+{
+	return txn_add(t, KV_PUT, key, klen, true, val, vlen, 0);
+}
+
+int kv_txn_del(struct kv_txn *t, const void *key, size_t klen)
+{
+	return txn_add(t, KV_DEL, key, klen, false, NULL, 0, 0);
+}
+
+/* The one way into a backend's commit (invariant 5). */
+static int backend_commit(struct kv *kv, const struct kv_op *ops, size_t nops,
+			  uint64_t *rev)
+{
+	int rc = NV_FP("meta.commit");
+
+	if (rc) {
+		nv_log(NV_DEBUG, NV_SUB_META, "%s: commit failed by failpoint (%d)",
+		       kv->name, rc);
+		return rc;
+	}
+	return kv->ops->commit(kv->be, ops, nops, rev);
+}
+
+int kv_txn_commit(struct kv *kv, struct kv_txn *t, uint64_t *rev)
+{
+	struct kv_op *sorted;
+	size_t n = 0;
+	int rc;
+
+	if (t->err)
+		return t->err;
+	if (t->committed)
+		return -EINVAL;
+	t->committed = true;
+	if (!t->mixed)
+		return backend_commit(kv, t->ops, t->nops, rev);
+
+	/* Invariant 2: a shallow copy with compares first; the keys and
+	 * values stay owned by t. */
+	sorted = malloc(t->nops * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nops; i++)
+		if (t->ops[i].kind == KV_CMP_VER || t->ops[i].kind == KV_CMP_VAL)
+			sorted[n++] = t->ops[i];
+	for (size_t i = 0; i < t->nops; i++)
+		if (t->ops[i].kind == KV_PUT || t->ops[i].kind == KV_DEL)
+			sorted[n++] = t->ops[i];
+	rc = backend_commit(kv, sorted, n, rev);
+	free(sorted);
+	return rc;
+}
+
+int kv_put(struct kv *kv, const void *key, size_t klen, const void *val,
+	   size_t vlen)
+{
+	/* One write needs no copies: the op borrows the caller's bytes for
+	 * the duration of the commit (the backend only reads them). */
+	struct kv_op op = {
+		.kind = KV_PUT,
+		.key = (uint8_t *)(key ? key : ""),
+		.klen = klen,
+		.val = (uint8_t *)(val ? val : ""),
+		.vlen = vlen,
+	};
+
+	if (klen > KV_KEY_MAX || vlen > KV_VAL_MAX)
+		return -E2BIG;
+	return backend_commit(kv, &op, 1, NULL);
+}
+
+int kv_del(struct kv *kv, const void *key, size_t klen)
+{
+	struct kv_op op = {
+		.kind = KV_DEL,
+		.key = (uint8_t *)(key ? key : ""),
+		.klen = klen,
+	};
+
+	if (klen > KV_KEY_MAX)
+		return -E2BIG;
+	return backend_commit(kv, &op, 1, NULL);
+}

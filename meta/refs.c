@@ -1,0 +1,327 @@
+/*
+ * refs.c - see refs.h.
+ *
+ * Value layout v1 (little-endian, src/base/wire.h):
+ *   u8 version=1 | u8 kind | u64 first_seq | u64 end_seq | u64 first_byte
+ *   | u64 end_byte | u64 max_ts | u8 class | str star | u64 epoch
+ *   | u32 nslots | nslots x (u64 slot, u64 first_seq, u64 first_byte,
+ *   u64 footer_off, u32 footer_len)
+ */
+#include "config.h"
+#include "meta/refs.h"
+#include "meta/keys.h"
+#include "meta/streams.h"
+#include "meta/tuple.h"
+#include "src/base/wire.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REF_V1 1
+
+void meta_ref_init(struct meta_ref *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void meta_ref_clear(struct meta_ref *r)
+{
+	free(r->slots);
+	meta_ref_init(r);
+}
+
+int meta_ref_add_slot(struct meta_ref *r, const struct meta_ref_slot *s)
+{
+	if (r->nslots == META_REF_SLOTS_MAX)
+		return -E2BIG;
+	if (r->nslots == r->slots_cap) {
+		uint32_t ncap = r->slots_cap ? r->slots_cap * 2 : 4;
+		struct meta_ref_slot *p = realloc(r->slots, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		r->slots = p;
+		r->slots_cap = ncap;
+	}
+	r->slots[r->nslots++] = *s;
+	return 0;
+}
+
+uint32_t meta_ref_slot_for_seq(const struct meta_ref *r, uint64_t seq)
+{
+	uint32_t lo = 0, hi = r->nslots; /* answer in [lo, hi) */
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->slots[mid].first_seq <= seq)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint32_t meta_ref_slot_for_byte(const struct meta_ref *r, uint64_t byte)
+{
+	uint32_t lo = 0, hi = r->nslots;
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->slots[mid].first_byte <= byte)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int meta_ref_encode(const struct meta_ref *r, struct nv_buf *out)
+{
+	int rc;
+
+	nv_buf_reset(out);
+	rc = nv_wr_u8(out, REF_V1);
+	if (!rc)
+		rc = nv_wr_u8(out, r->kind);
+	if (!rc)
+		rc = nv_wr_u64(out, r->first_seq);
+	if (!rc)
+		rc = nv_wr_u64(out, r->end_seq);
+	if (!rc)
+		rc = nv_wr_u64(out, r->first_byte);
+	if (!rc)
+		rc = nv_wr_u64(out, r->end_byte);
+	if (!rc)
+		rc = nv_wr_u64(out, r->max_ts);
+	if (!rc)
+		rc = nv_wr_u8(out, r->cls);
+	if (!rc)
+		rc = nv_wr_str(out, r->star);
+	if (!rc)
+		rc = nv_wr_u64(out, r->epoch);
+	if (!rc)
+		rc = nv_wr_u32(out, r->nslots);
+	for (uint32_t i = 0; !rc && i < r->nslots; i++) {
+		const struct meta_ref_slot *s = &r->slots[i];
+
+		rc = nv_wr_u64(out, s->slot);
+		if (!rc)
+			rc = nv_wr_u64(out, s->first_seq);
+		if (!rc)
+			rc = nv_wr_u64(out, s->first_byte);
+		if (!rc)
+			rc = nv_wr_u64(out, s->footer_off);
+		if (!rc)
+			rc = nv_wr_u32(out, s->footer_len);
+	}
+	return rc;
+}
+
+int meta_ref_decode(const void *p, size_t n, uint64_t stream, struct meta_ref *r)
+{
+	struct nv_rd rd;
+	uint32_t slen, nslots;
+	const uint8_t *star;
+
+	meta_ref_clear(r);
+	nv_rd_init(&rd, p, n);
+	if (nv_rd_u8(&rd) != REF_V1)
+		return -EBADMSG;
+	r->stream_id = stream;
+	r->kind = nv_rd_u8(&rd);
+	r->first_seq = nv_rd_u64(&rd);
+	r->end_seq = nv_rd_u64(&rd);
+	r->first_byte = nv_rd_u64(&rd);
+	r->end_byte = nv_rd_u64(&rd);
+	r->max_ts = nv_rd_u64(&rd);
+	r->cls = nv_rd_u8(&rd);
+	star = nv_rd_bytes(&rd, &slen, META_STAR_MAX);
+	if (!star)
+		return -EBADMSG;
+	memcpy(r->star, star, slen);
+	r->star[slen] = 0;
+	r->epoch = nv_rd_u64(&rd);
+	nslots = nv_rd_u32(&rd);
+	if (nv_rd_error(&rd) || r->kind != META_REF_SPAN || r->cls >= NV_CLASS_COUNT ||
+	    meta_star_check(r->star) || r->end_seq <= r->first_seq ||
+	    r->end_byte < r->first_byte || nslots == 0 || nslots > META_REF_SLOTS_MAX ||
+	    (uint64_t)nslots * 36 != nv_rd_left(&rd))
+		goto bad;
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct meta_ref_slot s;
+
+		s.slot = nv_rd_u64(&rd);
+		s.first_seq = nv_rd_u64(&rd);
+		s.first_byte = nv_rd_u64(&rd);
+		s.footer_off = nv_rd_u64(&rd);
+		s.footer_len = nv_rd_u32(&rd);
+		/* Invariant 3: ascending, inside the ref. */
+		if (i == 0 ? (s.first_seq != r->first_seq || s.first_byte != r->first_byte)
+			   : (s.slot <= r->slots[i - 1].slot ||
+			      s.first_seq <= r->slots[i - 1].first_seq ||
+			      s.first_byte < r->slots[i - 1].first_byte))
+			goto bad;
+		if (s.first_seq >= r->end_seq || s.first_byte > r->end_byte || s.footer_len == 0)
+			goto bad;
+		if (meta_ref_add_slot(r, &s)) {
+			meta_ref_clear(r);
+			return -ENOMEM;
+		}
+	}
+	if (nv_rd_done(&rd))
+		goto bad;
+	return 0;
+bad:
+	meta_ref_clear(r);
+	return -EBADMSG;
+}
+
+int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
+{
+	struct nv_buf k, v;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, KV_VAL_MAX);
+	rc = meta_ref_encode(r, &v);
+	if (!rc)
+		rc = key_ref(&k, r->stream_id, r->first_seq);
+	if (!rc)
+		rc = kv_txn_put(t, k.ptr, k.len, v.ptr, v.len);
+	if (!rc)
+		rc = key_ref_byte(&k, r->stream_id, r->first_byte);
+	if (!rc)
+		rc = kv_txn_put(t, k.ptr, k.len, v.ptr, v.len);
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+	return rc;
+}
+
+int meta_ref_txn_del(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
+		     uint64_t first_byte)
+{
+	struct nv_buf k;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	rc = key_ref(&k, stream, first_seq);
+	if (!rc)
+		rc = kv_txn_del(t, k.ptr, k.len);
+	if (!rc)
+		rc = key_ref_byte(&k, stream, first_byte);
+	if (!rc)
+		rc = kv_txn_del(t, k.ptr, k.len);
+	nv_buf_free(&k);
+	return rc;
+}
+
+/* Floor in one of the two spaces of a stream. */
+static int ref_floor(struct kv *kv, bool by_byte, uint64_t stream, uint64_t pos,
+		     struct meta_ref *r)
+{
+	struct nv_buf k, lo, v;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&lo, KV_KEY_MAX);
+	nv_buf_init(&v, KV_VAL_MAX);
+	rc = by_byte ? key_ref_byte(&k, stream, pos) : key_ref(&k, stream, pos);
+	if (!rc)
+		rc = by_byte ? key_ref_bytes_of(&lo, stream) : key_refs_of(&lo, stream);
+	if (!rc)
+		rc = kv_floor(kv, k.ptr, k.len, lo.ptr, lo.len, NULL, &v, NULL);
+	if (!rc)
+		rc = meta_ref_decode(v.ptr, v.len, stream, r);
+	nv_buf_free(&k);
+	nv_buf_free(&lo);
+	nv_buf_free(&v);
+	return rc;
+}
+
+int meta_ref_floor_seq(struct kv *kv, uint64_t stream, uint64_t seq, struct meta_ref *r)
+{
+	return ref_floor(kv, false, stream, seq, r);
+}
+
+int meta_ref_floor_byte(struct kv *kv, uint64_t stream, uint64_t byte, struct meta_ref *r)
+{
+	return ref_floor(kv, true, stream, byte, r);
+}
+
+int meta_ref_last(struct kv *kv, uint64_t stream, struct meta_ref *r)
+{
+	return ref_floor(kv, false, stream, UINT64_MAX, r);
+}
+
+#define LIST_PAGE 32
+
+struct list_page {
+	uint64_t stream;
+	struct meta_ref refs[LIST_PAGE];
+	int n;
+	int err;
+};
+
+static int list_visit(void *arg, const uint8_t *key, size_t klen, const uint8_t *val,
+		      size_t vlen, uint64_t ver)
+{
+	struct list_page *pg = arg;
+	int rc = meta_ref_decode(val, vlen, pg->stream, &pg->refs[pg->n]);
+
+	if (rc)
+		return rc;
+	pg->n++;
+	return pg->n == LIST_PAGE ? 1 : 0;
+}
+
+int meta_ref_list(struct kv *kv, uint64_t stream, uint64_t from_seq, size_t limit,
+		  meta_ref_fn fn, void *arg)
+{
+	struct list_page *pg = calloc(1, sizeof(*pg));
+	struct nv_buf start, end;
+	size_t seen = 0;
+	int rc;
+
+	if (!pg)
+		return -ENOMEM;
+	pg->stream = stream;
+	nv_buf_init(&start, KV_KEY_MAX);
+	nv_buf_init(&end, KV_KEY_MAX);
+	rc = key_refs_of(&end, stream);
+	if (!rc)
+		rc = nv_tup_prefix_end(&end);
+	if (!rc)
+		rc = key_ref(&start, stream, from_seq);
+	/* Pages are collected first and handed to fn afterwards, so fn may
+	 * call back into the kv. */
+	while (!rc) {
+		int n;
+		uint64_t next;
+
+		pg->n = 0;
+		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, LIST_PAGE,
+			      false, list_visit, pg);
+		if (rc < 0)
+			break;
+		rc = 0;
+		n = pg->n;
+		next = n ? pg->refs[n - 1].first_seq + 1 : 0;
+		for (int i = 0; i < n; i++) {
+			if (!rc && (!limit || seen < limit)) {
+				rc = fn(arg, &pg->refs[i]);
+				seen++;
+			}
+			meta_ref_clear(&pg->refs[i]);
+		}
+		if (rc || n < LIST_PAGE || (limit && seen >= limit))
+			break;
+		rc = key_ref(&start, stream, next);
+	}
+	nv_buf_free(&start);
+	nv_buf_free(&end);
+	free(pg);
+	return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,108 @@
+/*
+ * refs.h - span refs (and, with settlement, catalog rows) and the byte
+ * index beside them.
+ *
+ * For: the metastore's answer to "where are the bytes of stream X at seq
+ * S / byte B" below the ref frontier.  A span ref is written by the
+ * absorb per (batch, stream): keyed (stream, first seq of the stream in
+ * the batch), it carries the chain identity (class, star, epoch), the
+ * seq and byte extent [first, end), the newest record timestamp, and a
+ * per-slot index: for each slot of the batch holding the stream, the
+ * slot number, the stream's first seq and first byte in it, and the
+ * slot's footer window.  Not for: the tail window (engine/flight.h).
+ *
+ * The byte index row ("rby", stream, first_byte) carries the same value
+ * as the ref row, so a FUSE read finds the ref holding byte B with one
+ * floor lookup (meta_ref_floor_byte()).  Both rows are written and
+ * deleted together, in one transaction.
+ *
+ * Record timestamps are non-decreasing per stream (engine/chain.c), so
+ * max_ts is all a time lookup needs: the records of a ref lie in
+ * (previous ref's max_ts, max_ts].
+ *
+ * Invariants:
+ *  1. Refs of a stream are contiguous: a ref's end_seq/end_byte is the
+ *     next ref's first_seq/first_byte.  The last ref's end is the ref
+ *     frontier.
+ *  2. A ref is immutable once written except by settlement's CAS into a
+ *     catalog row; re-running an absorb batch writes byte-identical rows.
+ *  3. slots are in ascending slot order and their first_seq/first_byte
+ *     ascend from the ref's first_seq/first_byte.
+ */
+#ifndef NOVAFS_META_REFS_H
+#define NOVAFS_META_REFS_H
+
+#include <stdint.h>
+
+#include "meta/chains.h"
+#include "meta/kv.h"
+
+#define META_REF_SPAN 1
+#define META_REF_SLOTS_MAX 65536
+
+struct meta_ref_slot {
+	uint64_t slot;
+	uint64_t first_seq;
+	uint64_t first_byte;
+	uint64_t footer_off;
+	uint32_t footer_len;
+};
+
+struct meta_ref {
+	uint64_t stream_id;
+	uint8_t kind; /* META_REF_SPAN */
+	uint64_t first_seq, end_seq;
+	uint64_t first_byte, end_byte;
+	uint64_t max_ts;
+	uint8_t cls;
+	char star[META_STAR_MAX + 1];
+	uint64_t epoch;
+	uint32_t nslots;
+	uint32_t slots_cap;
+	struct meta_ref_slot *slots; /* owned; meta_ref_clear() frees */
+};
+
+void meta_ref_init(struct meta_ref *r);
+void meta_ref_clear(struct meta_ref *r); /* frees slots, re-inits */
+
+/* Append a slot entry.  0 or -ENOMEM / -E2BIG. */
+int meta_ref_add_slot(struct meta_ref *r, const struct meta_ref_slot *s)
+	__attribute__((warn_unused_result));
+
+/* Index of the slot entry holding seq / byte (which must lie inside the
+ * ref): the last entry whose first_seq/first_byte is <= it. */
+uint32_t meta_ref_slot_for_seq(const struct meta_ref *r, uint64_t seq);
+uint32_t meta_ref_slot_for_byte(const struct meta_ref *r, uint64_t byte);
+
+int meta_ref_encode(const struct meta_ref *r, struct nv_buf *out)
+	__attribute__((warn_unused_result));
+/* Decode a value for stream; r must be initialised (it is cleared
+ * first).  0 or -EBADMSG / -ENOMEM; checks invariant 3 and extents. */
+int meta_ref_decode(const void *p, size_t n, uint64_t stream, struct meta_ref *r)
+	__attribute__((warn_unused_result));
+
+/* Add the ref row and its byte-index row to t. */
+int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
+	__attribute__((warn_unused_result));
+/* Add the deletion of both rows of the ref at (stream, first_seq,
+ * first_byte) to t. */
+int meta_ref_txn_del(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
+		     uint64_t first_byte) __attribute__((warn_unused_result));
+
+/* The ref with the greatest first_seq <= seq / first_byte <= byte, or the
+ * stream's last ref.  r initialised by the caller.  0, -ENOENT, -EBADMSG,
+ * kv error. */
+int meta_ref_floor_seq(struct kv *kv, uint64_t stream, uint64_t seq, struct meta_ref *r)
+	__attribute__((warn_unused_result));
+int meta_ref_floor_byte(struct kv *kv, uint64_t stream, uint64_t byte, struct meta_ref *r)
+	__attribute__((warn_unused_result));
+int meta_ref_last(struct kv *kv, uint64_t stream, struct meta_ref *r)
+	__attribute__((warn_unused_result));
+
+/* Visit the refs of a stream with first_seq >= from_seq in order, at most
+ * limit (0 = all).  fn gets a decoded ref (borrowed for the call). */
+typedef int (*meta_ref_fn)(void *arg, const struct meta_ref *r);
+int meta_ref_list(struct kv *kv, uint64_t stream, uint64_t from_seq, size_t limit,
+		  meta_ref_fn fn, void *arg) __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,760 @@
+/*
+ * sqlite.c - the SQLite metastore backend (see sqlite.h, kv.h).
+ *
+ * For: the embedded default metastore of one star: a single database
+ * file on local disk holding every key of kv.h.  Not for: sharing a
+ * metastore between hosts (that is the remote backend), bulk data, or
+ * any knowledge of what the keys mean.
+ *
+ * Schema:
+ *   kv(k BLOB PRIMARY KEY, v BLOB NOT NULL, ver INTEGER NOT NULL)
+ *       WITHOUT ROWID                      -- one row per live key
+ *   kv_rev(id INTEGER PRIMARY KEY CHECK (id = 0), rev INTEGER NOT NULL)
+ *                                          -- one row: current revision
+ * Keys and values are always bound as BLOBs, whose default collation is
+ * memcmp with the shorter blob first on a common prefix: exactly kv.h
+ * invariant 3, so ORDER BY k and k < ? need nothing more.
+ *
+ * Connections: one writer connection behind be->wlock runs every commit
+ * as BEGIN IMMEDIATE ... COMMIT; SQ_READERS reader connections (query_only)
+ * serve get, floor and range, handed out from a free list under be->rlock
+ * with a condition variable for waiters.  Every statement is prepared
+ * once per connection (SQLITE_PREPARE_PERSISTENT) and reset right after
+ * use, so no read transaction outlives its call.  Connections are opened
+ * with SQLITE_OPEN_NOMUTEX (SQLite's multi-thread mode): our locks
+ * guarantee that one thread at a time uses a connection.  We do not set
+ * the threading mode with sqlite3_config(): it is process-wide and would
+ * change it for every other SQLite user in the process; we only check at
+ * open that the library was built threadsafe.  The one global setting we
+ * make is turning memory statistics off (sqlite_global_init()).
+ *
+ * Durability: journal_mode=WAL with synchronous=FULL, so the WAL is
+ * fsynced before COMMIT returns: a commit that returned 0 survives a
+ * power cut (kv.h invariant 1).  WAL also lets readers run beside the
+ * writer; a reader sees the last commit that finished before its
+ * statement started (kv.h invariant 2).  busy_timeout (SQ_BUSY_MS)
+ * covers other processes (novactl) on the same file.
+ *
+ * Invariants:
+ *  1. Revision: kv_rev.rev is the revision of the last commit that wrote
+ *     anything; each such commit sets it to the old value + 1 and gives
+ *     every key it puts that version, inside the same transaction.  A
+ *     commit with compares only writes nothing and reports the current
+ *     revision.
+ *  2. A commit either passes every compare and applies every write in
+ *     order, or leaves the database untouched (ROLLBACK, or SQLite's own
+ *     rollback on I/O errors, checked with sqlite3_get_autocommit()).
+ *  3. Each SQLite error is translated and logged exactly once, by
+ *     sqlite_to_errno(), at the call that returned it.
+ *  4. A statement that was stepped is reset (and its bindings cleared)
+ *     before its connection is released.
+ */
+#include "config.h"
+#include "meta/sqlite.h"
+#include "src/base/log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Reader connections: enough for the absorb, settle and read paths of one
+ * star to look up rows at once; more only costs file descriptors and
+ * page cache. */
+#define SQ_READERS 4
+
+/* How long a connection waits for a lock held by another connection or
+ * process before the call fails with -EBUSY.  Five seconds: far longer
+ * than any commit of ours, short enough that a stuck novactl shows up as
+ * an error instead of a hang. */
+#define SQ_BUSY_MS 5000
+
+/* Writer statements, indexed by enum w_stmt. */
+enum w_stmt {
+	W_BEGIN,
+	W_COMMIT,
+	W_ROLLBACK,
+	W_LOOKUP,
+	W_PUT,
+	W_DEL,
+	W_REV_GET,
+	W_REV_SET,
+	W_COUNT
+};
+
+static const char *const w_sql[W_COUNT] = {
+	[W_BEGIN] = "BEGIN IMMEDIATE",
+	[W_COMMIT] = "COMMIT",
+	[W_ROLLBACK] = "ROLLBACK",
+	[W_LOOKUP] = "SELECT v, ver FROM kv WHERE k = ?1",
+	[W_PUT] = ("INSERT INTO kv(k, v, ver) VALUES (?1, ?2, ?3) "
+		   "ON CONFLICT(k) DO UPDATE SET v = excluded.v, ver = excluded.ver"),
+	[W_DEL] = "DELETE FROM kv WHERE k = ?1",
+	[W_REV_GET] = "SELECT rev FROM kv_rev WHERE id = 0",
+	[W_REV_SET] = "UPDATE kv_rev SET rev = ?1 WHERE id = 0",
+};
+
+/* Reader statements, indexed by enum r_stmt. */
+enum r_stmt { R_GET, R_FLOOR, R_RANGE_ASC, R_RANGE_DESC, R_COUNT };
+
+static const char *const r_sql[R_COUNT] = {
+	[R_GET] = "SELECT v, ver FROM kv WHERE k = ?1",
+	[R_FLOOR] = "SELECT k, v, ver FROM kv WHERE k <= ?1 AND k >= ?2 "
+		    "ORDER BY k DESC LIMIT 1",
+	/* LIMIT -1: no limit. */
+	[R_RANGE_ASC] = "SELECT k, v, ver FROM kv WHERE k >= ?1 AND k < ?2 "
+			"ORDER BY k ASC LIMIT ?3",
+	[R_RANGE_DESC] = "SELECT k, v, ver FROM kv WHERE k >= ?1 AND k < ?2 "
+			 "ORDER BY k DESC LIMIT ?3",
+};
+
+/* Created idempotently by the writer at every open, in one transaction. */
+static const char schema_sql[] =
+	"BEGIN IMMEDIATE;"
+	"CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL,"
+	" ver INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS kv_rev(id INTEGER PRIMARY KEY"
+	" CHECK (id = 0), rev INTEGER NOT NULL);"
+	"INSERT OR IGNORE INTO kv_rev(id, rev) VALUES (0, 0);"
+	"COMMIT;";
+
+#define SQ_MAX_STMT ((int)W_COUNT > (int)R_COUNT ? (int)W_COUNT : (int)R_COUNT)
+
+/* One connection and its prepared statements; used by one thread at a
+ * time (the holder of be->wlock, or the thread that took it from the
+ * reader free list). */
+struct sq_conn {
+	sqlite3 *db;
+	sqlite3_stmt *st[SQ_MAX_STMT];
+	int nst;
+};
+
+/*
+ * The backend.  Lock order: wlock and rlock are never held together
+ * (a commit uses no reader; a reader never commits), and neither is held
+ * while calling out of this file except to SQLite.
+ */
+struct sq_be {
+	char *path; /* immutable */
+
+	pthread_mutex_t wlock;
+	struct sq_conn w;  /* protected by wlock */
+#ifndef NDEBUG
+	pthread_t wowner;  /* protected by wlock; meaningful while wheld */
+	bool wheld;        /* protected by wlock */
+#endif
+
+	pthread_mutex_t rlock;
+	pthread_cond_t rcond;         /* signalled when a reader is freed */
+	struct sq_conn r[SQ_READERS]; /* owned by whoever took it from rfree */
+	int rfree[SQ_READERS];        /* protected by rlock: free indices */
+	int nfree;                    /* protected by rlock */
+};
+
+/*
+ * The one translation of SQLite result codes into errno (STYLE: one
+ * *_to_errno per foreign error space).  Logs the failure once, naming the
+ * database file, the operation and SQLite's message.  db may be NULL
+ * (sqlite3_open_v2 out of memory).  Returns the negative errno.
+ */
+static int sqlite_to_errno(const char *path, sqlite3 *db, int rc, const char *op)
+{
+	const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+	const char *hint = "";
+	enum nv_level level = NV_ERR;
+	int err, sys;
+
+	switch (rc & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		err = -EBUSY;
+		level = NV_WARN;
+		break;
+	case SQLITE_FULL:
+		err = -ENOSPC;
+		break;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		hint = " - the database file is corrupt or not a database";
+		err = -EIO;
+		break;
+	case SQLITE_NOMEM:
+		err = -ENOMEM;
+		break;
+	case SQLITE_READONLY:
+		err = -EROFS;
+		break;
+	case SQLITE_CANTOPEN:
+		sys = db ? sqlite3_system_errno(db) : 0;
+		err = (sys == ENOENT || sys == ENOTDIR) ? -ENOENT : -EACCES;
+		break;
+	case SQLITE_IOERR:
+	default:
+		err = -EIO;
+		break;
+	}
+	nv_log(level, NV_SUB_META, "sqlite %s: %s: %s (rc %d)%s", path, op, msg,
+	       rc, hint);
+	return err;
+}
+
+static void writer_lock(struct sq_be *be)
+{
+	pthread_mutex_lock(&be->wlock);
+#ifndef NDEBUG
+	be->wowner = pthread_self();
+	be->wheld = true;
+#endif
+}
+
+static void writer_unlock(struct sq_be *be)
+{
+#ifndef NDEBUG
+	be->wheld = false;
+#endif
+	pthread_mutex_unlock(&be->wlock);
+}
+
+static void assert_writer_held(const struct sq_be *be)
+{
+#ifndef NDEBUG
+	assert(be->wheld && pthread_equal(be->wowner, pthread_self()));
+#endif
+	(void)be;
+}
+
+/* Take a reader connection, waiting while all are in use.  Borrowed until
+ * reader_put(). */
+static struct sq_conn *reader_take(struct sq_be *be)
+{
+	struct sq_conn *c;
+
+	pthread_mutex_lock(&be->rlock);
+	while (be->nfree == 0)
+		pthread_cond_wait(&be->rcond, &be->rlock);
+	c = &be->r[be->rfree[--be->nfree]];
+	pthread_mutex_unlock(&be->rlock);
+	return c;
+}
+
+static void reader_put(struct sq_be *be, struct sq_conn *c)
+{
+	pthread_mutex_lock(&be->rlock);
+	assert(be->nfree < SQ_READERS);
+	be->rfree[be->nfree++] = (int)(c - be->r);
+	pthread_cond_signal(&be->rcond);
+	pthread_mutex_unlock(&be->rlock);
+}
+
+/* Invariant 4: ready a statement for its next use.  The return value of
+ * sqlite3_reset() repeats the last step's error, already handled. */
+static void st_done(sqlite3_stmt *st)
+{
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+}
+
+/* Bind n bytes as a BLOB.  A zero-length blob needs a non-NULL pointer:
+ * a NULL one binds SQL NULL, which compares as no key at all. */
+static int bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n)
+{
+	return sqlite3_bind_blob64(st, i, n ? p : "", n, SQLITE_STATIC);
+}
+
+/* Column i as bytes: never NULL (a zero-length BLOB comes back NULL). */
+static const uint8_t *col_blob(sqlite3_stmt *st, int i, size_t *n)
+{
+	const uint8_t *p = sqlite3_column_blob(st, i);
+
+	*n = (size_t)sqlite3_column_bytes(st, i);
+	return p ? p : (const uint8_t *)"";
+}
+
+/* Replace buf's content with n bytes.  0 or the nv_buf error. */
+static int buf_set(struct nv_buf *b, const uint8_t *p, size_t n)
+{
+	nv_buf_reset(b);
+	return nv_buf_add(b, p, n);
+}
+
+/* ----------------------------------------------------------------------
+ * Opening and closing
+ */
+
+static void conn_close(const char *path, struct sq_conn *c)
+{
+	int rc;
+
+	for (int i = 0; i < c->nst; i++)
+		sqlite3_finalize(c->st[i]);
+	c->nst = 0;
+	rc = sqlite3_close(c->db);
+	if (rc != SQLITE_OK)
+		nv_log(NV_WARN, NV_SUB_META, "sqlite %s: close: %s", path,
+		       sqlite3_errstr(rc));
+	c->db = NULL;
+}
+
+/* Run one-time SQL (setup only; the hot path uses prepared statements). */
+static int conn_exec(const char *path, struct sq_conn *c, const char *sql,
+		     const char *op)
+{
+	int rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK) {
+		rc = sqlite_to_errno(path, c->db, rc, op);
+		if (!sqlite3_get_autocommit(c->db))
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		return rc;
+	}
+	return 0;
+}
+
+/* Switch the file to WAL (persistent in the file) and check it took. */
+static int conn_set_wal(const char *path, struct sq_conn *c)
+{
+	sqlite3_stmt *st = NULL;
+	const unsigned char *mode;
+	int rc;
+
+	rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		rc = sqlite_to_errno(path, c->db, rc, "set journal_mode=WAL");
+		sqlite3_finalize(st);
+		return rc;
+	}
+	mode = sqlite3_column_text(st, 0);
+	if (!mode || strcmp((const char *)mode, "wal")) {
+		/* Still durable (synchronous=FULL); readers just block on the
+		 * writer.  Happens on file systems without shared memory. */
+		nv_log(NV_WARN, NV_SUB_META,
+		       "sqlite %s: journal_mode is '%s', not WAL", path,
+		       mode ? (const char *)mode : "?");
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/*
+ * Open one connection: the writer (creates the file and the schema) or a
+ * reader (query_only).  0, or -errno (logged); on failure c is closed.
+ */
+static int conn_open(const char *path, struct sq_conn *c, bool writer)
+{
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+		    (writer ? SQLITE_OPEN_CREATE : 0);
+	const char *const *sql = writer ? w_sql : r_sql;
+	int n = writer ? W_COUNT : R_COUNT;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	rc = sqlite3_open_v2(path, &c->db, flags, NULL);
+	if (rc != SQLITE_OK) {
+		rc = sqlite_to_errno(path, c->db, rc, "open");
+		goto fail;
+	}
+	sqlite3_extended_result_codes(c->db, 1);
+	sqlite3_busy_timeout(c->db, SQ_BUSY_MS);
+	/* The file may come from anywhere: refuse writes that could corrupt
+	 * it even through SQL (writable_schema, PRAGMA journal_mode=OFF...). */
+	sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+	if (writer) {
+		rc = conn_set_wal(path, c);
+		if (!rc)
+			rc = conn_exec(path, c, "PRAGMA synchronous=FULL",
+				       "set synchronous=FULL");
+		if (!rc)
+			rc = conn_exec(path, c, schema_sql, "create schema");
+	} else {
+		rc = conn_exec(path, c, "PRAGMA query_only=1", "set query_only");
+	}
+	if (rc)
+		goto fail;
+	/* A prepare fails when kv or kv_rev lack a column we use: that is a
+	 * foreign or damaged database, reported as such. */
+	for (c->nst = 0; c->nst < n; c->nst++) {
+		rc = sqlite3_prepare_v3(c->db, sql[c->nst], -1,
+					SQLITE_PREPARE_PERSISTENT,
+					&c->st[c->nst], NULL);
+		if (rc != SQLITE_OK) {
+			rc = sqlite_to_errno(path, c->db, rc, "prepare");
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	conn_close(path, c);
+	return rc;
+}
+
+/* Read the current revision (writer, lock held).  0 or -errno. */
+static int rev_get(struct sq_be *be, uint64_t *rev)
+{
+	sqlite3_stmt *st = be->w.st[W_REV_GET];
+	int rc = sqlite3_step(st), err = 0;
+
+	assert_writer_held(be);
+	if (rc == SQLITE_ROW) {
+		*rev = (uint64_t)sqlite3_column_int64(st, 0);
+	} else if (rc == SQLITE_DONE) {
+		nv_log(NV_ERR, NV_SUB_META,
+		       "sqlite %s: revision row missing: the database is damaged",
+		       be->path);
+		err = -EIO;
+	} else {
+		err = sqlite_to_errno(be->path, be->w.db, rc, "read revision");
+	}
+	st_done(st);
+	return err;
+}
+
+static void sq_close(void *vbe)
+{
+	struct sq_be *be = vbe;
+
+	if (!be)
+		return;
+	for (int i = 0; i < SQ_READERS; i++)
+		if (be->r[i].db)
+			conn_close(be->path, &be->r[i]);
+	if (be->w.db)
+		conn_close(be->path, &be->w);
+	pthread_cond_destroy(&be->rcond);
+	pthread_mutex_destroy(&be->rlock);
+	pthread_mutex_destroy(&be->wlock);
+	free(be->path);
+	free(be);
+}
+
+/* ----------------------------------------------------------------------
+ * Reads
+ */
+
+static int sq_get(void *vbe, const void *key, size_t klen, struct nv_buf *val,
+		  uint64_t *ver)
+{
+	struct sq_be *be = vbe;
+	struct sq_conn *c = reader_take(be);
+	sqlite3_stmt *st = c->st[R_GET];
+	const uint8_t *p;
+	size_t n;
+	int rc, err = 0;
+
+	rc = bind_blob(st, 1, key, klen);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		p = col_blob(st, 0, &n);
+		if (val)
+			err = buf_set(val, p, n);
+		if (ver)
+			*ver = (uint64_t)sqlite3_column_int64(st, 1);
+	} else if (rc == SQLITE_DONE) {
+		err = -ENOENT;
+	} else {
+		err = sqlite_to_errno(be->path, c->db, rc, "get");
+	}
+	st_done(st);
+	reader_put(be, c);
+	return err;
+}
+
+static int sq_floor(void *vbe, const void *key, size_t klen, const void *lo,
+		    size_t lolen, struct nv_buf *key_out, struct nv_buf *val_out,
+		    uint64_t *ver)
+{
+	struct sq_be *be = vbe;
+	struct sq_conn *c = reader_take(be);
+	sqlite3_stmt *st = c->st[R_FLOOR];
+	const uint8_t *p;
+	size_t n;
+	int rc, err = 0;
+
+	rc = bind_blob(st, 1, key, klen);
+	if (rc == SQLITE_OK)
+		rc = bind_blob(st, 2, lo, lolen);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		if (key_out) {
+			p = col_blob(st, 0, &n);
+			err = buf_set(key_out, p, n);
+		}
+		if (val_out && !err) {
+			p = col_blob(st, 1, &n);
+			err = buf_set(val_out, p, n);
+		}
+		if (ver)
+			*ver = (uint64_t)sqlite3_column_int64(st, 2);
+	} else if (rc == SQLITE_DONE) {
+		err = -ENOENT;
+	} else {
+		err = sqlite_to_errno(be->path, c->db, rc, "floor");
+	}
+	st_done(st);
+	reader_put(be, c);
+	return err;
+}
+
+/*
+ * Visit [start, end).  fn runs while the statement is being stepped, so
+ * it sees one snapshot, holds one reader connection for the whole visit
+ * and must not call back into this kv: with every reader taken by such
+ * visits a nested read would wait for ever.
+ */
+static int sq_range(void *vbe, const void *start, size_t slen, const void *end,
+		    size_t elen, size_t limit, bool reverse, kv_visit_fn fn,
+		    void *arg)
+{
+	struct sq_be *be = vbe;
+	struct sq_conn *c = reader_take(be);
+	sqlite3_stmt *st = c->st[reverse ? R_RANGE_DESC : R_RANGE_ASC];
+	sqlite3_int64 lim = (limit == 0 || limit > INT64_MAX) ? -1 : (sqlite3_int64)limit;
+	int rc, err = 0;
+
+	rc = bind_blob(st, 1, start, slen);
+	if (rc == SQLITE_OK)
+		rc = bind_blob(st, 2, end, elen);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 3, lim);
+	while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+		const uint8_t *k, *v;
+		size_t kn, vn;
+		int frc;
+
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_ROW)
+			break;
+		k = col_blob(st, 0, &kn);
+		v = col_blob(st, 1, &vn);
+		frc = fn(arg, k, kn, v, vn, (uint64_t)sqlite3_column_int64(st, 2));
+		if (frc != 0) {
+			err = frc < 0 ? frc : 0;
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		err = sqlite_to_errno(be->path, c->db, rc, "range");
+	st_done(st);
+	reader_put(be, c);
+	return err;
+}
+
+/* ----------------------------------------------------------------------
+ * Commit
+ */
+
+/*
+ * Step a statement that returns no rows we need (writer, lock held).
+ * 0 or -errno (logged as op).
+ */
+static int w_step(struct sq_be *be, sqlite3_stmt *st, int bind_rc, const char *op)
+{
+	int rc = bind_rc == SQLITE_OK ? sqlite3_step(st) : bind_rc, err = 0;
+
+	assert_writer_held(be);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		err = sqlite_to_errno(be->path, be->w.db, rc, op);
+	st_done(st);
+	return err;
+}
+
+/*
+ * Evaluate one compare (writer, inside the transaction).  0 when it
+ * holds, -ECANCELED when it does not, or -errno.
+ */
+static int cmp_check(struct sq_be *be, const struct kv_op *op)
+{
+	sqlite3_stmt *st = be->w.st[W_LOOKUP];
+	bool ok = false;
+	int rc, err = 0;
+
+	rc = bind_blob(st, 1, op->key, op->klen);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+		bool found = rc == SQLITE_ROW;
+
+		if (op->kind == KV_CMP_VER) {
+			uint64_t ver = found ? (uint64_t)sqlite3_column_int64(st, 1) : 0;
+
+			ok = ver == op->ver;
+		} else {
+			size_t n = 0;
+			const uint8_t *p = found ? col_blob(st, 0, &n) : NULL;
+
+			ok = found && n == op->vlen && !memcmp(p, op->val, n);
+		}
+		if (!ok)
+			err = -ECANCELED;
+	} else {
+		err = sqlite_to_errno(be->path, be->w.db, rc, "compare");
+	}
+	st_done(st);
+	return err;
+}
+
+/* Apply one write with version rev (writer, inside the transaction). */
+static int write_apply(struct sq_be *be, const struct kv_op *op, uint64_t rev)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (op->kind == KV_DEL) {
+		st = be->w.st[W_DEL];
+		return w_step(be, st, bind_blob(st, 1, op->key, op->klen), "delete");
+	}
+	st = be->w.st[W_PUT];
+	rc = bind_blob(st, 1, op->key, op->klen);
+	if (rc == SQLITE_OK)
+		rc = bind_blob(st, 2, op->val, op->vlen);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(st, 3, (sqlite3_int64)rev);
+	return w_step(be, st, rc, "put");
+}
+
+static int sq_commit(void *vbe, const struct kv_op *ops, size_t nops,
+		     uint64_t *rev)
+{
+	struct sq_be *be = vbe;
+	uint64_t cur = 0, next = 0;
+	size_t i;
+	int err, rc;
+
+	writer_lock(be);
+	err = w_step(be, be->w.st[W_BEGIN], SQLITE_OK, "begin");
+	if (err)
+		goto out;
+	err = rev_get(be, &cur);
+	next = cur;
+	for (i = 0; !err && i < nops; i++) {
+		if (ops[i].kind != KV_CMP_VER && ops[i].kind != KV_CMP_VAL)
+			break;
+		err = cmp_check(be, &ops[i]);
+	}
+	if (!err && i < nops) {
+		next = cur + 1;
+		for (; !err && i < nops; i++)
+			err = write_apply(be, &ops[i], next);
+		if (!err) {
+			sqlite3_stmt *st = be->w.st[W_REV_SET];
+
+			err = w_step(be, st,
+				     sqlite3_bind_int64(st, 1, (sqlite3_int64)next),
+				     "store revision");
+		}
+	}
+	if (!err)
+		err = w_step(be, be->w.st[W_COMMIT], SQLITE_OK, "commit");
+	/* Invariant 2.  Some errors (I/O, full disk) already rolled back. */
+	if (err && !sqlite3_get_autocommit(be->w.db)) {
+		rc = w_step(be, be->w.st[W_ROLLBACK], SQLITE_OK, "rollback");
+		(void)rc; /* logged; err is the error to report */
+	}
+out:
+	writer_unlock(be);
+	if (err == -ECANCELED)
+		nv_log(NV_DEBUG, NV_SUB_META, "sqlite %s: compare failed at revision %" PRIu64,
+		       be->path, cur);
+	if (!err && rev)
+		*rev = next;
+	return err;
+}
+
+static const struct kv_backend_ops sq_ops = {
+	.scheme = "sqlite",
+	.close = sq_close,
+	.get = sq_get,
+	.floor = sq_floor,
+	.range = sq_range,
+	.commit = sq_commit,
+};
+
+/*
+ * Process-wide SQLite set-up, once, before the first connection.
+ * Memory statistics off: with them on (Debian's default) every SQLite
+ * malloc and free takes one global mutex, which serialises all our
+ * connections; nothing in novafs reads sqlite3_memory_used().  If
+ * another part of the process initialised SQLite first, the call fails
+ * with SQLITE_MISUSE and we simply run with the statistics on.
+ */
+static void sqlite_global_init(void)
+{
+	int rc = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+
+	if (rc != SQLITE_OK)
+		nv_log(NV_DEBUG, NV_SUB_META,
+		       "sqlite: memory statistics stay on: %s", sqlite3_errstr(rc));
+}
+
+int sqlite_kv_open(const char *path, struct kv **out)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct sq_be *be;
+	struct nv_buf name;
+	char *label;
+	uint64_t rev = 0;
+	int rc;
+
+	if (!sqlite3_threadsafe()) {
+		nv_log(NV_ERR, NV_SUB_META,
+		       "sqlite %s: the SQLite library was built without thread support",
+		       path);
+		return -ENOTSUP;
+	}
+	pthread_once(&once, sqlite_global_init);
+	be = calloc(1, sizeof(*be));
+	if (!be)
+		return -ENOMEM;
+	be->path = strdup(path);
+	if (!be->path) {
+		free(be);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&be->wlock, NULL);
+	pthread_mutex_init(&be->rlock, NULL);
+	pthread_cond_init(&be->rcond, NULL);
+
+	/* The writer first: it creates the file and the schema the readers
+	 * prepare against. */
+	rc = conn_open(path, &be->w, true);
+	if (rc)
+		goto fail;
+	writer_lock(be);
+	rc = rev_get(be, &rev);
+	writer_unlock(be);
+	if (rc)
+		goto fail;
+	for (int i = 0; i < SQ_READERS; i++) {
+		rc = conn_open(path, &be->r[i], false);
+		if (rc)
+			goto fail;
+		be->rfree[be->nfree++] = i;
+	}
+
+	nv_buf_init(&name, strlen(path) + 16);
+	if (nv_buf_printf(&name, "sqlite:%s", path)) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	label = nv_buf_strdup(&name);
+	nv_buf_free(&name);
+	/* kv_wrap() closes be on failure; a NULL label falls back to the
+	 * scheme name. */
+	rc = kv_wrap(&sq_ops, be, label, out);
+	free(label);
+	if (rc)
+		return rc;
+	nv_log(NV_INFO, NV_SUB_META, "sqlite %s: opened at revision %" PRIu64, path,
+	       rev);
+	return 0;
+fail:
+	sq_close(be);
+	return rc;
+}

@@ -1,0 +1,815 @@
+/*
+ * streams.c - see streams.h.
+ *
+ * Every multi-row change is one kv transaction that compares the versions
+ * it read, retried a bounded number of times on -ECANCELED (a concurrent
+ * writer won); the retry re-reads and re-decides, so "already exists" and
+ * "gone meanwhile" come out as -EEXIST / -ENOENT, never as a lost update.
+ */
+#include "config.h"
+#include "meta/streams.h"
+#include "meta/keys.h"
+#include "meta/tuple.h"
+#include "src/base/clock.h"
+#include "src/base/log.h"
+#include "src/base/wire.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROW_V1 1
+#define CAS_RETRIES 64
+
+const char *nv_class_name(unsigned cls)
+{
+	switch (cls) {
+	case NV_CLASS_STANDARD: return "standard";
+	case NV_CLASS_EXPRESS: return "express";
+	default: return "?";
+	}
+}
+
+int nv_class_parse(const char *s, size_t n, unsigned *cls)
+{
+	/* Accept a trailing newline: `setfattr -v` values often carry one. */
+	while (n && (s[n - 1] == '\n' || s[n - 1] == 0))
+		n--;
+	if (n == 8 && !memcmp(s, "standard", 8)) {
+		*cls = NV_CLASS_STANDARD;
+		return 0;
+	}
+	if (n == 7 && !memcmp(s, "express", 7)) {
+		*cls = NV_CLASS_EXPRESS;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* ---------------------------------------------------------------- codecs */
+
+int meta_bucket_encode(const struct meta_bucket *b, struct nv_buf *out)
+{
+	int rc;
+
+	nv_buf_reset(out);
+	rc = nv_wr_u8(out, ROW_V1);
+	if (!rc)
+		rc = nv_wr_u64(out, b->id);
+	if (!rc)
+		rc = nv_wr_u64(out, b->created_ns);
+	if (!rc)
+		rc = nv_wr_u8(out, b->default_class);
+	return rc;
+}
+
+int meta_bucket_decode(const void *p, size_t n, const char *name, struct meta_bucket *b)
+{
+	struct nv_rd r;
+
+	nv_rd_init(&r, p, n);
+	memset(b, 0, sizeof(*b));
+	if (nv_rd_u8(&r) != ROW_V1)
+		return -EBADMSG;
+	b->id = nv_rd_u64(&r);
+	b->created_ns = nv_rd_u64(&r);
+	b->default_class = nv_rd_u8(&r);
+	if (nv_rd_done(&r) || b->default_class >= NV_CLASS_COUNT)
+		return -EBADMSG;
+	if (strlen(name) > META_BUCKET_NAME_MAX)
+		return -EBADMSG;
+	strcpy(b->name, name);
+	return 0;
+}
+
+int meta_stream_encode(const struct meta_stream *s, struct nv_buf *out)
+{
+	int rc;
+
+	nv_buf_reset(out);
+	rc = nv_wr_u8(out, ROW_V1);
+	if (!rc)
+		rc = nv_wr_u64(out, s->id);
+	if (!rc)
+		rc = nv_wr_str(out, s->bucket);
+	if (!rc)
+		rc = nv_wr_str(out, s->name);
+	if (!rc)
+		rc = nv_wr_u8(out, s->cls);
+	if (!rc)
+		rc = nv_wr_u64(out, s->created_ns);
+	if (!rc)
+		rc = nv_wr_u64(out, s->trim_seq);
+	if (!rc)
+		rc = nv_wr_u64(out, s->trim_byte);
+	if (!rc)
+		rc = nv_wr_u64(out, s->deleted_ns);
+	return rc;
+}
+
+static int rd_name(struct nv_rd *r, char *dst, size_t cap)
+{
+	uint32_t n;
+	const uint8_t *p = nv_rd_bytes(r, &n, (uint32_t)cap - 1);
+
+	if (!p || memchr(p, 0, n) || memchr(p, '/', n) || n == 0)
+		return -EBADMSG;
+	memcpy(dst, p, n);
+	dst[n] = 0;
+	return 0;
+}
+
+int meta_stream_decode(const void *p, size_t n, struct meta_stream *s)
+{
+	struct nv_rd r;
+
+	nv_rd_init(&r, p, n);
+	memset(s, 0, sizeof(*s));
+	if (nv_rd_u8(&r) != ROW_V1)
+		return -EBADMSG;
+	s->id = nv_rd_u64(&r);
+	if (rd_name(&r, s->bucket, sizeof(s->bucket)) ||
+	    rd_name(&r, s->name, sizeof(s->name)))
+		return -EBADMSG;
+	s->cls = nv_rd_u8(&r);
+	s->created_ns = nv_rd_u64(&r);
+	s->trim_seq = nv_rd_u64(&r);
+	s->trim_byte = nv_rd_u64(&r);
+	s->deleted_ns = nv_rd_u64(&r);
+	if (nv_rd_done(&r) || s->cls >= NV_CLASS_COUNT)
+		return -EBADMSG;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+struct rowbufs {
+	struct nv_buf k, v, k2, v2, k3, v3;
+};
+
+static void rb_init(struct rowbufs *b)
+{
+	nv_buf_init(&b->k, KV_KEY_MAX);
+	nv_buf_init(&b->v, KV_VAL_MAX);
+	nv_buf_init(&b->k2, KV_KEY_MAX);
+	nv_buf_init(&b->v2, KV_VAL_MAX);
+	nv_buf_init(&b->k3, KV_KEY_MAX);
+	nv_buf_init(&b->v3, KV_VAL_MAX);
+}
+
+static void rb_free(struct rowbufs *b)
+{
+	nv_buf_free(&b->k);
+	nv_buf_free(&b->v);
+	nv_buf_free(&b->k2);
+	nv_buf_free(&b->v2);
+	nv_buf_free(&b->k3);
+	nv_buf_free(&b->v3);
+}
+
+/* Read the id counter: *next is the id to hand out, *ver its version (0
+ * when the counter was never written; ids start at 1). */
+static int id_counter_read(struct kv *kv, struct nv_buf *k, struct nv_buf *v,
+			   uint64_t *next, uint64_t *ver)
+{
+	int rc = key_id_counter(k);
+	struct nv_rd r;
+
+	if (rc)
+		return rc;
+	rc = kv_get(kv, k->ptr, k->len, v, ver);
+	if (rc == -ENOENT) {
+		*next = 1;
+		*ver = 0;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	nv_rd_init(&r, v->ptr, v->len);
+	*next = nv_rd_u64(&r);
+	return nv_rd_done(&r);
+}
+
+static int txn_add_counter(struct kv_txn *t, struct nv_buf *k, uint64_t next, uint64_t ver)
+{
+	uint8_t val[8];
+	int rc;
+
+	for (int i = 0; i < 8; i++)
+		val[i] = (uint8_t)(next >> (8 * i));
+	rc = kv_txn_cmp_ver(t, k->ptr, k->len, ver);
+	return rc ? rc : kv_txn_put(t, k->ptr, k->len, val, 8);
+}
+
+/* ---------------------------------------------------------------- buckets */
+
+int meta_bucket_get(struct kv *kv, const char *name, struct meta_bucket *out)
+{
+	struct nv_buf k, v;
+	int rc;
+
+	if (strlen(name) > META_BUCKET_NAME_MAX)
+		return -ENOENT;
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, KV_VAL_MAX);
+	rc = key_bucket(&k, name);
+	if (!rc)
+		rc = kv_get(kv, k.ptr, k.len, &v, NULL);
+	if (!rc)
+		rc = meta_bucket_decode(v.ptr, v.len, name, out);
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+	return rc;
+}
+
+int meta_bucket_create(struct kv *kv, const char *name, unsigned default_class,
+		       struct meta_bucket *out)
+{
+	struct rowbufs b;
+	struct meta_bucket bk = { 0 };
+	int rc = -EAGAIN;
+
+	if (strlen(name) > META_BUCKET_NAME_MAX || default_class >= NV_CLASS_COUNT)
+		return -EINVAL;
+	rb_init(&b);
+	for (int i = 0; i < CAS_RETRIES && (rc == -EAGAIN || rc == -ECANCELED); i++) {
+		uint64_t next, cver;
+		struct kv_txn *t;
+
+		rc = id_counter_read(kv, &b.k2, &b.v2, &next, &cver);
+		if (rc)
+			break;
+		bk.id = next;
+		bk.created_ns = nv_now_wall_ns();
+		bk.default_class = (uint8_t)default_class;
+		strcpy(bk.name, name);
+		rc = key_bucket(&b.k, name);
+		if (!rc)
+			rc = meta_bucket_encode(&bk, &b.v);
+		if (rc)
+			break;
+		t = kv_txn_new();
+		if (!t) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, 0);
+		if (!rc)
+			rc = txn_add_counter(t, &b.k2, next + 1, cver);
+		if (!rc)
+			rc = kv_txn_put(t, b.k.ptr, b.k.len, b.v.ptr, b.v.len);
+		if (!rc)
+			rc = kv_txn_commit(kv, t, NULL);
+		kv_txn_free(t);
+		if (rc == -ECANCELED) {
+			struct meta_bucket tmp;
+
+			if (meta_bucket_get(kv, name, &tmp) == 0) {
+				rc = -EEXIST;
+				break;
+			}
+		}
+	}
+	if (!rc && out)
+		*out = bk;
+	rb_free(&b);
+	return rc;
+}
+
+struct any_arg {
+	int found;
+};
+
+static int any_fn(void *arg, const uint8_t *key, size_t klen, const uint8_t *val,
+		  size_t vlen, uint64_t ver)
+{
+	((struct any_arg *)arg)->found = 1;
+	return 1;
+}
+
+int meta_bucket_delete(struct kv *kv, const char *name)
+{
+	struct rowbufs b;
+	int rc = -ECANCELED;
+
+	if (strlen(name) > META_BUCKET_NAME_MAX)
+		return -ENOENT;
+	rb_init(&b);
+	for (int i = 0; i < CAS_RETRIES && rc == -ECANCELED; i++) {
+		struct any_arg any = { 0 };
+		uint64_t ver;
+		struct kv_txn *t;
+
+		rc = key_bucket(&b.k, name);
+		if (!rc)
+			rc = kv_get(kv, b.k.ptr, b.k.len, &b.v, &ver);
+		if (!rc)
+			rc = key_stream_names_of(&b.k2, name);
+		if (!rc) {
+			rc = nv_buf_add(&b.k3, b.k2.ptr, b.k2.len);
+			if (!rc)
+				rc = nv_tup_prefix_end(&b.k3);
+		}
+		if (!rc)
+			rc = kv_range(kv, b.k2.ptr, b.k2.len, b.k3.ptr, b.k3.len, 1,
+				      false, any_fn, &any);
+		nv_buf_reset(&b.k3);
+		if (rc)
+			break;
+		if (any.found) {
+			rc = -ENOTEMPTY;
+			break;
+		}
+		t = kv_txn_new();
+		if (!t) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, ver);
+		if (!rc)
+			rc = kv_txn_del(t, b.k.ptr, b.k.len);
+		if (!rc)
+			rc = kv_txn_commit(kv, t, NULL);
+		kv_txn_free(t);
+	}
+	rb_free(&b);
+	return rc;
+}
+
+int meta_bucket_set_class(struct kv *kv, const char *name, unsigned cls)
+{
+	struct rowbufs b;
+	int rc = -ECANCELED;
+
+	if (cls >= NV_CLASS_COUNT)
+		return -EINVAL;
+	if (strlen(name) > META_BUCKET_NAME_MAX)
+		return -ENOENT;
+	rb_init(&b);
+	for (int i = 0; i < CAS_RETRIES && rc == -ECANCELED; i++) {
+		struct meta_bucket bk;
+		uint64_t ver;
+		struct kv_txn *t;
+
+		rc = key_bucket(&b.k, name);
+		if (!rc)
+			rc = kv_get(kv, b.k.ptr, b.k.len, &b.v, &ver);
+		if (!rc)
+			rc = meta_bucket_decode(b.v.ptr, b.v.len, name, &bk);
+		if (rc)
+			break;
+		bk.default_class = (uint8_t)cls;
+		rc = meta_bucket_encode(&bk, &b.v);
+		if (rc)
+			break;
+		t = kv_txn_new();
+		if (!t) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, ver);
+		if (!rc)
+			rc = kv_txn_put(t, b.k.ptr, b.k.len, b.v.ptr, b.v.len);
+		if (!rc)
+			rc = kv_txn_commit(kv, t, NULL);
+		kv_txn_free(t);
+	}
+	rb_free(&b);
+	return rc;
+}
+
+struct bucket_list_arg {
+	meta_bucket_fn fn;
+	void *arg;
+};
+
+static int bucket_visit(void *arg, const uint8_t *key, size_t klen,
+			const uint8_t *val, size_t vlen, uint64_t ver)
+{
+	struct bucket_list_arg *a = arg;
+	struct nv_tup_rd r;
+	char tagbuf[8], name[META_BUCKET_NAME_MAX + 1];
+	struct meta_bucket b;
+
+	nv_tup_rd_init(&r, key, klen);
+	if (nv_tup_get_str(&r, tagbuf, sizeof(tagbuf), NULL) ||
+	    nv_tup_get_str(&r, name, sizeof(name), NULL) || !nv_tup_rd_end(&r) ||
+	    meta_bucket_decode(val, vlen, name, &b)) {
+		nv_log(NV_WARN, NV_SUB_META, "skipping a malformed bucket row");
+		return 0;
+	}
+	return a->fn(a->arg, &b);
+}
+
+/* Range [space + after + 0x00 .. space end): keys strictly after `after`. */
+static int list_after(struct kv *kv, struct nv_buf *space, const char *after,
+		      kv_visit_fn fn, void *arg)
+{
+	struct nv_buf start, end;
+	int rc;
+
+	nv_buf_init(&start, KV_KEY_MAX);
+	nv_buf_init(&end, KV_KEY_MAX);
+	rc = nv_buf_add(&end, space->ptr, space->len);
+	if (!rc)
+		rc = nv_tup_prefix_end(&end);
+	if (!rc)
+		rc = nv_buf_add(&start, space->ptr, space->len);
+	if (!rc && after && *after) {
+		/* after's own key + one byte sorts right after it and before
+		 * any longer name. */
+		rc = nv_tup_add_str(&start, after);
+		if (!rc)
+			rc = nv_buf_add_u8(&start, 0);
+	}
+	if (!rc)
+		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, 0, false, fn, arg);
+	nv_buf_free(&start);
+	nv_buf_free(&end);
+	return rc;
+}
+
+int meta_bucket_list(struct kv *kv, const char *after, meta_bucket_fn fn, void *arg)
+{
+	struct bucket_list_arg a = { fn, arg };
+	struct nv_buf sp;
+	int rc;
+
+	nv_buf_init(&sp, KV_KEY_MAX);
+	rc = key_bucket_space(&sp);
+	if (!rc)
+		rc = list_after(kv, &sp, after, bucket_visit, &a);
+	nv_buf_free(&sp);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- streams */
+
+int meta_stream_get(struct kv *kv, uint64_t id, struct meta_stream *out, uint64_t *ver)
+{
+	struct nv_buf k, v;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, KV_VAL_MAX);
+	rc = key_stream_id(&k, id);
+	if (!rc)
+		rc = kv_get(kv, k.ptr, k.len, &v, ver);
+	if (!rc)
+		rc = meta_stream_decode(v.ptr, v.len, out);
+	if (!rc && out->id != id)
+		rc = -EBADMSG;
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+	return rc;
+}
+
+static int name_row_read(struct kv *kv, const char *bucket, const char *name,
+			 uint64_t *id, uint64_t *ver)
+{
+	struct nv_buf k, v;
+	struct nv_rd r;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, KV_VAL_MAX);
+	rc = key_stream_name(&k, bucket, name);
+	if (!rc)
+		rc = kv_get(kv, k.ptr, k.len, &v, ver);
+	if (!rc) {
+		nv_rd_init(&r, v.ptr, v.len);
+		if (nv_rd_u8(&r) != ROW_V1)
+			rc = -EBADMSG;
+		*id = nv_rd_u64(&r);
+		if (!rc)
+			rc = nv_rd_done(&r);
+	}
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+	return rc;
+}
+
+int meta_stream_lookup(struct kv *kv, const char *bucket, const char *name,
+		       struct meta_stream *out)
+{
+	uint64_t id, ver;
+	int rc;
+
+	if (strlen(bucket) > META_BUCKET_NAME_MAX || strlen(name) > META_STREAM_NAME_MAX)
+		return -ENOENT;
+	rc = name_row_read(kv, bucket, name, &id, &ver);
+	if (!rc)
+		rc = meta_stream_get(kv, id, out, NULL);
+	if (!rc && out->deleted_ns)
+		rc = -ENOENT; /* tombstoned between the two reads */
+	return rc;
+}
+
+int meta_stream_create(struct kv *kv, const char *bucket, const char *name,
+		       int cls, uint64_t now_ns, struct meta_stream *out)
+{
+	struct rowbufs b;
+	struct meta_stream s;
+	int rc = -ECANCELED;
+
+	if (strlen(bucket) > META_BUCKET_NAME_MAX || strlen(name) > META_STREAM_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (cls >= NV_CLASS_COUNT)
+		return -EINVAL;
+	rb_init(&b);
+	for (int i = 0; i < CAS_RETRIES && rc == -ECANCELED; i++) {
+		struct meta_bucket bk;
+		uint64_t bver, next, cver;
+		struct kv_txn *t;
+		uint8_t nv[9];
+
+		/* The bucket row: must exist; rewriting it bumps its version
+		 * so a concurrent rmdir's compare fails (invariant 3). */
+		rc = key_bucket(&b.k, bucket);
+		if (!rc)
+			rc = kv_get(kv, b.k.ptr, b.k.len, &b.v, &bver);
+		if (!rc)
+			rc = meta_bucket_decode(b.v.ptr, b.v.len, bucket, &bk);
+		if (rc)
+			break;
+		rc = id_counter_read(kv, &b.k2, &b.v2, &next, &cver);
+		if (rc)
+			break;
+		memset(&s, 0, sizeof(s));
+		s.id = next;
+		strcpy(s.bucket, bucket);
+		strcpy(s.name, name);
+		s.cls = (uint8_t)(cls < 0 ? bk.default_class : cls);
+		s.created_ns = now_ns;
+		t = kv_txn_new();
+		if (!t) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, bver);
+		if (!rc)
+			rc = kv_txn_put(t, b.k.ptr, b.k.len, b.v.ptr, b.v.len);
+		if (!rc)
+			rc = txn_add_counter(t, &b.k2, next + 1, cver);
+		if (!rc)
+			rc = key_stream_name(&b.k3, bucket, name);
+		if (!rc)
+			rc = kv_txn_cmp_ver(t, b.k3.ptr, b.k3.len, 0);
+		nv[0] = ROW_V1;
+		for (int j = 0; j < 8; j++)
+			nv[1 + j] = (uint8_t)(s.id >> (8 * j));
+		if (!rc)
+			rc = kv_txn_put(t, b.k3.ptr, b.k3.len, nv, sizeof(nv));
+		if (!rc)
+			rc = key_stream_id(&b.k3, s.id);
+		if (!rc)
+			rc = meta_stream_encode(&s, &b.v3);
+		if (!rc)
+			rc = kv_txn_cmp_ver(t, b.k3.ptr, b.k3.len, 0);
+		if (!rc)
+			rc = kv_txn_put(t, b.k3.ptr, b.k3.len, b.v3.ptr, b.v3.len);
+		if (!rc)
+			rc = kv_txn_commit(kv, t, NULL);
+		kv_txn_free(t);
+		if (rc == -ECANCELED) {
+			uint64_t id, ver;
+
+			if (name_row_read(kv, bucket, name, &id, &ver) == 0) {
+				rc = -EEXIST;
+				break;
+			}
+		}
+	}
+	if (!rc && out)
+		*out = s;
+	rb_free(&b);
+	return rc;
+}
+
+/* Rewrite a stream row under a compare of the version read; mutate()
+ * edits it and may refuse with an errno. */
+static int stream_update(struct kv *kv, uint64_t id,
+			 int (*mutate)(struct meta_stream *s, void *arg), void *arg,
+			 bool drop_name, uint64_t now_ns)
+{
+	struct rowbufs b;
+	int rc = -ECANCELED;
+
+	rb_init(&b);
+	for (int i = 0; i < CAS_RETRIES && rc == -ECANCELED; i++) {
+		struct meta_stream s;
+		uint64_t ver;
+		struct kv_txn *t;
+
+		rc = meta_stream_get(kv, id, &s, &ver);
+		if (!rc && s.deleted_ns)
+			rc = -ENOENT;
+		if (!rc && mutate)
+			rc = mutate(&s, arg);
+		if (rc == 1) { /* no change needed */
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		if (drop_name)
+			s.deleted_ns = now_ns ? now_ns : 1;
+		rc = key_stream_id(&b.k, id);
+		if (!rc)
+			rc = meta_stream_encode(&s, &b.v);
+		if (rc)
+			break;
+		t = kv_txn_new();
+		if (!t) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, ver);
+		if (!rc)
+			rc = kv_txn_put(t, b.k.ptr, b.k.len, b.v.ptr, b.v.len);
+		if (!rc && drop_name) {
+			rc = key_stream_name(&b.k2, s.bucket, s.name);
+			if (!rc)
+				rc = kv_txn_del(t, b.k2.ptr, b.k2.len);
+		}
+		if (!rc)
+			rc = kv_txn_commit(kv, t, NULL);
+		kv_txn_free(t);
+	}
+	rb_free(&b);
+	return rc;
+}
+
+int meta_stream_delete(struct kv *kv, uint64_t id, uint64_t now_ns)
+{
+	return stream_update(kv, id, NULL, NULL, true, now_ns);
+}
+
+static int set_class_fn(struct meta_stream *s, void *arg)
+{
+	s->cls = (uint8_t)*(unsigned *)arg;
+	return 0;
+}
+
+int meta_stream_set_class(struct kv *kv, uint64_t id, unsigned cls)
+{
+	if (cls >= NV_CLASS_COUNT)
+		return -EINVAL;
+	return stream_update(kv, id, set_class_fn, &cls, false, 0);
+}
+
+struct trim_arg {
+	uint64_t seq, byte;
+};
+
+static int set_trim_fn(struct meta_stream *s, void *arg)
+{
+	struct trim_arg *t = arg;
+
+	if (t->seq < s->trim_seq)
+		return -ERANGE;
+	if (t->seq == s->trim_seq)
+		return 1;
+	s->trim_seq = t->seq;
+	s->trim_byte = t->byte;
+	return 0;
+}
+
+int meta_stream_set_trim(struct kv *kv, uint64_t id, uint64_t seq, uint64_t byte)
+{
+	struct trim_arg a = { seq, byte };
+
+	return stream_update(kv, id, set_trim_fn, &a, false, 0);
+}
+
+struct stream_list_arg {
+	struct kv *kv;
+	meta_stream_fn fn;
+	void *arg;
+	/* Names are collected per page and resolved after the range visit,
+	 * because a visit must not call back into the kv. */
+	uint64_t ids[256];
+	int n;
+	char last[META_STREAM_NAME_MAX + 1];
+};
+
+static int name_visit(void *arg, const uint8_t *key, size_t klen,
+		      const uint8_t *val, size_t vlen, uint64_t ver)
+{
+	struct stream_list_arg *a = arg;
+	struct nv_tup_rd r;
+	struct nv_rd vr;
+	char tagbuf[8], bucket[META_BUCKET_NAME_MAX + 1];
+
+	nv_tup_rd_init(&r, key, klen);
+	if (nv_tup_get_str(&r, tagbuf, sizeof(tagbuf), NULL) ||
+	    nv_tup_get_str(&r, bucket, sizeof(bucket), NULL) ||
+	    nv_tup_get_str(&r, a->last, sizeof(a->last), NULL))
+		return -EBADMSG;
+	nv_rd_init(&vr, val, vlen);
+	if (nv_rd_u8(&vr) != ROW_V1)
+		return -EBADMSG;
+	a->ids[a->n++] = nv_rd_u64(&vr);
+	if (nv_rd_done(&vr))
+		return -EBADMSG;
+	return a->n == (int)(sizeof(a->ids) / sizeof(a->ids[0])) ? 1 : 0;
+}
+
+int meta_stream_list(struct kv *kv, const char *bucket, const char *after,
+		     meta_stream_fn fn, void *arg)
+{
+	struct stream_list_arg *a;
+	struct nv_buf sp;
+	int rc = 0;
+
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->kv = kv;
+	a->fn = fn;
+	a->arg = arg;
+	if (after)
+		snprintf(a->last, sizeof(a->last), "%s", after);
+	nv_buf_init(&sp, KV_KEY_MAX);
+	rc = key_stream_names_of(&sp, bucket);
+	while (!rc) {
+		char cursor[META_STREAM_NAME_MAX + 1];
+
+		a->n = 0;
+		strcpy(cursor, a->last);
+		rc = list_after(kv, &sp, cursor, name_visit, a);
+		if (rc < 0)
+			break;
+		rc = 0;
+		for (int i = 0; i < a->n && !rc; i++) {
+			struct meta_stream s;
+			int g = meta_stream_get(kv, a->ids[i], &s, NULL);
+
+			if (g == -ENOENT || (!g && s.deleted_ns))
+				continue; /* deleted meanwhile */
+			rc = g ? g : fn(arg, &s);
+		}
+		if (rc || a->n < (int)(sizeof(a->ids) / sizeof(a->ids[0])))
+			break;
+	}
+	nv_buf_free(&sp);
+	free(a);
+	return rc < 0 ? rc : 0;
+}
+
+struct all_arg {
+	meta_stream_fn fn;
+	void *arg;
+	struct meta_stream rows[64];
+	int n;
+	uint64_t last_id;
+};
+
+static int all_visit(void *arg, const uint8_t *key, size_t klen,
+		     const uint8_t *val, size_t vlen, uint64_t ver)
+{
+	struct all_arg *a = arg;
+
+	if (meta_stream_decode(val, vlen, &a->rows[a->n]))
+		return -EBADMSG;
+	a->last_id = a->rows[a->n].id;
+	a->n++;
+	return a->n == 64 ? 1 : 0;
+}
+
+int meta_stream_list_all(struct kv *kv, meta_stream_fn fn, void *arg)
+{
+	struct all_arg *a = calloc(1, sizeof(*a));
+	struct nv_buf start, end;
+	int rc;
+
+	if (!a)
+		return -ENOMEM;
+	a->fn = fn;
+	a->arg = arg;
+	nv_buf_init(&start, KV_KEY_MAX);
+	nv_buf_init(&end, KV_KEY_MAX);
+	rc = key_stream_id_space(&end);
+	if (!rc)
+		rc = nv_tup_prefix_end(&end);
+	if (!rc)
+		rc = key_stream_id(&start, 0);
+	while (!rc) {
+		a->n = 0;
+		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, 64, false,
+			      all_visit, a);
+		if (rc < 0)
+			break;
+		rc = 0;
+		for (int i = 0; i < a->n && !rc; i++)
+			rc = fn(arg, &a->rows[i]);
+		if (rc || a->n < 64)
+			break;
+		rc = key_stream_id(&start, a->last_id + 1);
+	}
+	nv_buf_free(&start);
+	nv_buf_free(&end);
+	free(a);
+	return rc < 0 ? rc : 0;
+}

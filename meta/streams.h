@@ -1,0 +1,122 @@
+/*
+ * streams.h - bucket and stream rows.
+ *
+ * For: the namespace (buckets, streams by name and by id), stream ids,
+ * a stream's class, trim watermark and tombstone.  Not for: where a
+ * stream's bytes are (meta/refs.h) or its in-memory state
+ * (engine/stream.h).
+ *
+ * Rows (keys in meta/keys.h; values versioned, little-endian, decoded
+ * with src/base/wire.h):
+ *   bucket   v1: id, created_ns, default class
+ *   name     v1: stream id                       (absent once deleted)
+ *   stream   v1: id, bucket, name, class, created_ns, trim_seq,
+ *                trim_byte, deleted_ns (0 = live)
+ *
+ * Invariants:
+ *  1. Ids come from one counter and are never reused, so a stream that
+ *     is deleted and created again under the same name is a new stream.
+ *  2. A name row exists iff its stream row exists with deleted_ns == 0.
+ *  3. A bucket is deleted only when it has no name rows; a stream is
+ *     created only in an existing bucket.  Both are guaranteed under
+ *     concurrency because creation rewrites the bucket row and deletion
+ *     compares its version.
+ *  4. trim_seq never decreases (meta_stream_set_trim compares).
+ */
+#ifndef NOVAFS_META_STREAMS_H
+#define NOVAFS_META_STREAMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "meta/kv.h"
+
+enum nv_class { NV_CLASS_STANDARD = 0, NV_CLASS_EXPRESS = 1, NV_CLASS_COUNT = 2 };
+
+/* "standard"/"express"; "?" otherwise. */
+const char *nv_class_name(unsigned cls);
+/* 0 and *cls for "standard"/"express", else -EINVAL. */
+int nv_class_parse(const char *s, size_t n, unsigned *cls) __attribute__((warn_unused_result));
+
+#define META_BUCKET_NAME_MAX 63
+#define META_STREAM_NAME_MAX 255
+
+struct meta_bucket {
+	char name[META_BUCKET_NAME_MAX + 1];
+	uint64_t id;
+	uint64_t created_ns;
+	uint8_t default_class;
+};
+
+struct meta_stream {
+	uint64_t id;
+	char bucket[META_BUCKET_NAME_MAX + 1];
+	char name[META_STREAM_NAME_MAX + 1];
+	uint8_t cls;
+	uint64_t created_ns;
+	uint64_t trim_seq;  /* records below this seq are gone */
+	uint64_t trim_byte; /* stream offset of trim_seq */
+	uint64_t deleted_ns;
+};
+
+/* Create a bucket.  0 and *out, -EEXIST, or a kv error. */
+int meta_bucket_create(struct kv *kv, const char *name, unsigned default_class,
+		       struct meta_bucket *out) __attribute__((warn_unused_result));
+/* 0 and *out, -ENOENT, or a kv error (-EBADMSG for a corrupt row). */
+int meta_bucket_get(struct kv *kv, const char *name, struct meta_bucket *out)
+	__attribute__((warn_unused_result));
+/* Delete an empty bucket: 0, -ENOENT, -ENOTEMPTY, or a kv error. */
+int meta_bucket_delete(struct kv *kv, const char *name) __attribute__((warn_unused_result));
+/* Set the default class of new streams.  0, -ENOENT, kv error. */
+int meta_bucket_set_class(struct kv *kv, const char *name, unsigned cls)
+	__attribute__((warn_unused_result));
+/* Visit buckets in name order after `after` ("" for all).  fn returns 0
+ * to go on, 1 to stop, -errno to fail. */
+typedef int (*meta_bucket_fn)(void *arg, const struct meta_bucket *b);
+int meta_bucket_list(struct kv *kv, const char *after, meta_bucket_fn fn, void *arg)
+	__attribute__((warn_unused_result));
+
+/*
+ * Create a stream in bucket.  cls < 0 takes the bucket's default class.
+ * 0 and *out; -EEXIST (name taken), -ENOENT (no bucket), kv error.
+ */
+int meta_stream_create(struct kv *kv, const char *bucket, const char *name,
+		       int cls, uint64_t now_ns, struct meta_stream *out)
+	__attribute__((warn_unused_result));
+/* By name: 0 and *out, -ENOENT, kv error. */
+int meta_stream_lookup(struct kv *kv, const char *bucket, const char *name,
+		       struct meta_stream *out) __attribute__((warn_unused_result));
+/* By id (deleted streams too): 0 and *out (+ *ver, may be NULL),
+ * -ENOENT, kv error. */
+int meta_stream_get(struct kv *kv, uint64_t id, struct meta_stream *out, uint64_t *ver)
+	__attribute__((warn_unused_result));
+/* Tombstone: remove the name row, stamp deleted_ns.  0, -ENOENT, kv error. */
+int meta_stream_delete(struct kv *kv, uint64_t id, uint64_t now_ns)
+	__attribute__((warn_unused_result));
+/* Change the class (caller checked the stream is empty).  0, -ENOENT. */
+int meta_stream_set_class(struct kv *kv, uint64_t id, unsigned cls)
+	__attribute__((warn_unused_result));
+/* Raise the trim watermark.  0; -ERANGE when seq is below the current
+ * one (never backwards); -ENOENT; kv error.  Equal is a no-op. */
+int meta_stream_set_trim(struct kv *kv, uint64_t id, uint64_t seq, uint64_t byte)
+	__attribute__((warn_unused_result));
+/* Visit the live streams of a bucket in name order after `after`. */
+typedef int (*meta_stream_fn)(void *arg, const struct meta_stream *s);
+int meta_stream_list(struct kv *kv, const char *bucket, const char *after,
+		     meta_stream_fn fn, void *arg) __attribute__((warn_unused_result));
+/* Visit every stream row (deleted ones too) in id order: for fsck and
+ * reclamation. */
+int meta_stream_list_all(struct kv *kv, meta_stream_fn fn, void *arg)
+	__attribute__((warn_unused_result));
+
+/* Value codecs, exposed for tests and fuzzing.  Decoders: 0 or -EBADMSG. */
+int meta_stream_encode(const struct meta_stream *s, struct nv_buf *out)
+	__attribute__((warn_unused_result));
+int meta_stream_decode(const void *p, size_t n, struct meta_stream *s)
+	__attribute__((warn_unused_result));
+int meta_bucket_encode(const struct meta_bucket *b, struct nv_buf *out)
+	__attribute__((warn_unused_result));
+int meta_bucket_decode(const void *p, size_t n, const char *name, struct meta_bucket *b)
+	__attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,1052 @@
+/*
+ * test_kv.c - unit tests for meta/kv.c and meta/sqlite.c.
+ *
+ * Every case runs against a real SQLite database in a fresh mkdtemp()
+ * directory (fixture), so durability pragmas, WAL and the reader pool are
+ * the ones production uses.  Threads in the concurrency case never call
+ * cmocka assertions (they longjmp); they count failures for the main
+ * thread to assert on.
+ */
+#include "config.h"
+#include "meta/kv.h"
+#include "meta/sqlite.h"
+#include "meta/tuple.h"
+#include "src/base/failpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+struct fx {
+	char dir[PATH_MAX];
+	char path[PATH_MAX + 16]; /* dir/meta.db */
+	struct kv *kv;
+};
+
+static int fx_setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	const char *tmp = getenv("TMPDIR");
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/novafs-kv-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->path, sizeof(f->path), "%s/meta.db", f->dir);
+	if (kv_open(f->path, &f->kv)) {
+		rmdir(f->dir);
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *f = *state;
+	struct dirent *de;
+	DIR *d;
+
+	nv_fp_reset(); /* in case a failing case left a point armed */
+	kv_close(f->kv);
+	d = opendir(f->dir);
+	while (d && (de = readdir(d))) {
+		char p[PATH_MAX * 2];
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", f->dir, de->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+#define S(s) (s), strlen(s)
+
+/* Put a string value unconditionally. */
+static void put_s(struct kv *kv, const char *k, const char *v)
+{
+	assert_int_equal(kv_put(kv, S(k), S(v)), 0);
+}
+
+/* Assert key k holds exactly v; return its version. */
+static uint64_t expect_s(struct kv *kv, const char *k, const char *v)
+{
+	struct nv_buf b;
+	uint64_t ver = 0;
+
+	nv_buf_init(&b, KV_VAL_MAX);
+	assert_int_equal(kv_get(kv, S(k), &b, &ver), 0);
+	assert_int_equal(b.len, strlen(v));
+	if (b.len)
+		assert_memory_equal(b.ptr, v, b.len);
+	assert_true(ver > 0);
+	nv_buf_free(&b);
+	return ver;
+}
+
+static void expect_absent(struct kv *kv, const void *k, size_t klen)
+{
+	struct nv_buf b;
+
+	nv_buf_init(&b, KV_VAL_MAX);
+	assert_int_equal(kv_get(kv, k, klen, &b, NULL), -ENOENT);
+	nv_buf_free(&b);
+}
+
+/* Range visitor collecting keys into a newline-separated string. */
+struct collect {
+	char out[4096];
+	size_t n;        /* keys seen */
+	size_t stop_at;  /* 0: never stop */
+	int stop_rc;     /* returned at stop_at */
+	uint64_t minver, maxver;
+};
+
+static int collect_fn(void *arg, const uint8_t *key, size_t klen,
+		      const uint8_t *val, size_t vlen, uint64_t ver)
+{
+	struct collect *c = arg;
+	size_t used = strlen(c->out);
+
+	(void)val;
+	(void)vlen;
+	if (used + klen + 2 < sizeof(c->out)) {
+		memcpy(c->out + used, key, klen);
+		c->out[used + klen] = ',';
+		c->out[used + klen + 1] = 0;
+	}
+	if (c->n == 0 || ver < c->minver)
+		c->minver = ver;
+	if (ver > c->maxver)
+		c->maxver = ver;
+	c->n++;
+	if (c->stop_at && c->n == c->stop_at)
+		return c->stop_rc;
+	return 0;
+}
+
+static void test_kv_get_put_del(void **state)
+{
+	struct fx *f = *state;
+	struct nv_buf b;
+	uint64_t v1, v2;
+
+	expect_absent(f->kv, S("a"));
+	put_s(f->kv, "a", "one");
+	v1 = expect_s(f->kv, "a", "one");
+	put_s(f->kv, "a", "two");
+	v2 = expect_s(f->kv, "a", "two");
+	assert_true(v2 > v1);
+	assert_int_equal(kv_del(f->kv, S("a")), 0);
+	expect_absent(f->kv, S("a"));
+	assert_int_equal(kv_del(f->kv, S("a")), 0); /* absent: still fine */
+
+	/* An empty value is a present key, not a NULL. */
+	put_s(f->kv, "empty", "");
+	expect_s(f->kv, "empty", "");
+	/* The empty key is a key like any other. */
+	put_s(f->kv, "", "root");
+	expect_s(f->kv, "", "root");
+	/* Binary keys and values with zero bytes. */
+	assert_int_equal(kv_put(f->kv, "k\0\0", 3, "v\0w", 3), 0);
+	nv_buf_init(&b, 16);
+	assert_int_equal(kv_get(f->kv, "k\0\0", 3, &b, NULL), 0);
+	assert_int_equal(b.len, 3);
+	assert_memory_equal(b.ptr, "v\0w", 3);
+	/* get resets the buffer first; NULL val is allowed. */
+	assert_int_equal(kv_get(f->kv, S("empty"), &b, NULL), 0);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(kv_get(f->kv, S("empty"), NULL, &v1), 0);
+	/* The caller's buffer limit is honoured. */
+	nv_buf_free(&b);
+	nv_buf_init(&b, 2);
+	assert_int_equal(kv_get(f->kv, "k\0\0", 3, &b, NULL), -E2BIG);
+	nv_buf_free(&b);
+	assert_string_equal(kv_name(f->kv) + strlen("sqlite:"), f->path);
+}
+
+static void test_kv_versions_are_commit_revisions(void **state)
+{
+	struct fx *f = *state;
+	struct kv_txn *t;
+	uint64_t r1, r2, r3, r4, va, vb;
+
+	t = kv_txn_new();
+	assert_non_null(t);
+	assert_int_equal(kv_txn_put(t, S("a"), S("1")), 0);
+	assert_int_equal(kv_txn_put(t, S("b"), S("1")), 0);
+	assert_int_equal(kv_txn_nwrites(t), 2);
+	assert_int_equal(kv_txn_commit(f->kv, t, &r1), 0);
+	kv_txn_free(t);
+	assert_int_equal(expect_s(f->kv, "a", "1"), r1);
+	assert_int_equal(expect_s(f->kv, "b", "1"), r1);
+
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_put(t, S("a"), S("2")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, &r2), 0);
+	kv_txn_free(t);
+	assert_true(r2 == r1 + 1);
+	va = expect_s(f->kv, "a", "2");
+	vb = expect_s(f->kv, "b", "1");
+	assert_true(va == r2 && vb == r1);
+
+	/* A delete-only commit still takes a revision. */
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_del(t, S("nothing")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, &r3), 0);
+	kv_txn_free(t);
+	assert_true(r3 == r2 + 1);
+
+	/* A compare-only commit writes nothing: it reports the current
+	 * revision and does not advance it. */
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_cmp_ver(t, S("a"), va), 0);
+	assert_int_equal(kv_txn_nwrites(t), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, &r4), 0);
+	kv_txn_free(t);
+	assert_true(r4 == r3);
+
+	/* And kv_put takes the next one. */
+	put_s(f->kv, "c", "x");
+	assert_true(expect_s(f->kv, "c", "x") == r3 + 1);
+}
+
+static void test_kv_floor(void **state)
+{
+	struct fx *f = *state;
+	struct nv_buf k, v;
+	uint64_t ver = 0, vd;
+
+	put_s(f->kv, "b", "B");
+	put_s(f->kv, "d", "D");
+	put_s(f->kv, "f", "F");
+	vd = expect_s(f->kv, "d", "D");
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, KV_VAL_MAX);
+
+	/* exact hit */
+	assert_int_equal(kv_floor(f->kv, S("d"), S(""), &k, &v, &ver), 0);
+	assert_true(k.len == 1 && k.ptr[0] == 'd' && v.len == 1 && v.ptr[0] == 'D');
+	assert_true(ver == vd);
+	/* between keys */
+	assert_int_equal(kv_floor(f->kv, S("e"), S(""), &k, &v, NULL), 0);
+	assert_true(k.len == 1 && k.ptr[0] == 'd');
+	/* a longer key with a stored key as prefix: "d" <= "d\0" */
+	assert_int_equal(kv_floor(f->kv, "d\0", 2, S(""), &k, NULL, NULL), 0);
+	assert_true(k.len == 1 && k.ptr[0] == 'd');
+	/* above every key */
+	assert_int_equal(kv_floor(f->kv, S("zzz"), S(""), &k, NULL, NULL), 0);
+	assert_true(k.len == 1 && k.ptr[0] == 'f');
+	/* below every key */
+	assert_int_equal(kv_floor(f->kv, S("a"), S(""), &k, &v, NULL), -ENOENT);
+	/* lo respected: the floor of "e" is "d", below lo "e" */
+	assert_int_equal(kv_floor(f->kv, S("e"), S("e"), &k, NULL, NULL), -ENOENT);
+	assert_int_equal(kv_floor(f->kv, S("e"), S("c"), &k, NULL, NULL), 0);
+	assert_true(k.len == 1 && k.ptr[0] == 'd');
+	/* lo inclusive */
+	assert_int_equal(kv_floor(f->kv, S("e"), S("d"), NULL, NULL, &ver), 0);
+	assert_true(ver == vd);
+	/* lo above key: empty interval */
+	assert_int_equal(kv_floor(f->kv, S("d"), S("e"), &k, NULL, NULL), -ENOENT);
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+}
+
+static void fill_k0_k9(struct kv *kv)
+{
+	struct kv_txn *t = kv_txn_new();
+	char key[16];
+
+	assert_non_null(t);
+	for (int i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		assert_int_equal(kv_txn_put(t, S(key), S("v")), 0);
+	}
+	assert_int_equal(kv_txn_commit(kv, t, NULL), 0);
+	kv_txn_free(t);
+}
+
+static void range_expect(struct kv *kv, const char *s, const char *e,
+			 size_t limit, bool rev, const char *want)
+{
+	struct collect c = { .out = "" };
+
+	assert_int_equal(kv_range(kv, S(s), S(e), limit, rev, collect_fn, &c), 0);
+	assert_string_equal(c.out, want);
+}
+
+static void test_kv_range(void **state)
+{
+	struct fx *f = *state;
+
+	fill_k0_k9(f->kv);
+	put_s(f->kv, "j", "before");
+	put_s(f->kv, "l", "after");
+	range_expect(f->kv, "k2", "k7", 0, false, "k2,k3,k4,k5,k6,");
+	range_expect(f->kv, "k2", "k7", 0, true, "k6,k5,k4,k3,k2,");
+	range_expect(f->kv, "k2", "k7", 3, false, "k2,k3,k4,");
+	range_expect(f->kv, "k2", "k7", 3, true, "k6,k5,k4,");
+	range_expect(f->kv, "k2", "k7", 100, false, "k2,k3,k4,k5,k6,");
+	/* the "k" prefix: [k, k\xff) */
+	range_expect(f->kv, "k", "k\xff", 0, false,
+		     "k0,k1,k2,k3,k4,k5,k6,k7,k8,k9,");
+	/* empty ranges */
+	range_expect(f->kv, "k7", "k2", 0, false, "");
+	range_expect(f->kv, "k7", "k2", 0, true, "");
+	range_expect(f->kv, "k3", "k3", 0, false, "");
+	range_expect(f->kv, "m", "z", 0, false, "");
+	/* the end is exclusive, the start inclusive */
+	range_expect(f->kv, "k9", "l", 0, false, "k9,");
+	range_expect(f->kv, "j", "k0", 0, true, "j,");
+}
+
+static void test_kv_range_fn_stops(void **state)
+{
+	struct fx *f = *state;
+	struct collect c = { .out = "", .stop_at = 2, .stop_rc = 1 };
+
+	fill_k0_k9(f->kv);
+	assert_int_equal(kv_range(f->kv, S("k"), S("l"), 0, false, collect_fn, &c), 0);
+	assert_int_equal(c.n, 2);
+	assert_string_equal(c.out, "k0,k1,");
+
+	memset(&c, 0, sizeof(c));
+	c.stop_at = 3;
+	c.stop_rc = -EUCLEAN;
+	assert_int_equal(kv_range(f->kv, S("k"), S("l"), 0, true, collect_fn, &c),
+			 -EUCLEAN);
+	assert_int_equal(c.n, 3);
+	assert_string_equal(c.out, "k9,k8,k7,");
+
+	/* The reader connection was given back: the pool still works for
+	 * more visits than it has connections. */
+	for (int i = 0; i < 10; i++) {
+		memset(&c, 0, sizeof(c));
+		c.stop_at = 1;
+		c.stop_rc = -EIO;
+		assert_int_equal(kv_range(f->kv, S("k"), S("l"), 0, false,
+					  collect_fn, &c), -EIO);
+	}
+	range_expect(f->kv, "k8", "l", 0, false, "k8,k9,");
+}
+
+/* kv.h invariant 3: memcmp order, shorter first on a common prefix. */
+static void test_kv_memcmp_order(void **state)
+{
+	static const struct {
+		const char *k;
+		size_t n;
+	} keys[] = { /* ascending */
+		{ "", 0 },     { "\0", 1 },   { "\0\0", 2 }, { "\x01", 1 },
+		{ "a", 1 },    { "a\0", 2 },  { "a\0\0", 3 }, { "a\x01", 2 },
+		{ "ab", 2 },   { "abc", 3 },  { "b", 1 },    { "\x7f", 1 },
+		{ "\x80", 1 }, { "\xff", 1 }, { "\xff\xff", 2 },
+	};
+	const size_t nk = sizeof(keys) / sizeof(keys[0]);
+	struct fx *f = *state;
+	struct collect c = { .out = "" };
+	struct nv_buf k;
+
+	/* Insert in a scrambled order, one commit each. */
+	for (size_t i = 0; i < nk; i++) {
+		size_t j = (i * 7) % nk;
+		char v[8];
+
+		snprintf(v, sizeof(v), "%zu", j);
+		assert_int_equal(kv_put(f->kv, keys[j].k, keys[j].n, S(v)), 0);
+	}
+	/* Walk ascending; check each key's position via its value. */
+	for (size_t i = 0; i < nk; i++) {
+		struct nv_buf v;
+		char want[8];
+
+		nv_buf_init(&v, 16);
+		snprintf(want, sizeof(want), "%zu", i);
+		assert_int_equal(kv_get(f->kv, keys[i].k, keys[i].n, &v, NULL), 0);
+		assert_int_equal(v.len, strlen(want));
+		assert_memory_equal(v.ptr, want, v.len);
+		nv_buf_free(&v);
+	}
+	assert_int_equal(kv_range(f->kv, "", 0, "\xff\xff\xff", 3, 0, false,
+				  collect_fn, &c), 0);
+	assert_int_equal(c.n, nk);
+	/* Each key's floor from just below the next key is itself. */
+	nv_buf_init(&k, KV_KEY_MAX);
+	for (size_t i = 0; i + 1 < nk; i++) {
+		assert_int_equal(kv_floor(f->kv, keys[i].k, keys[i].n, "", 0, &k,
+					  NULL, NULL), 0);
+		assert_int_equal(k.len, keys[i].n);
+		if (k.len)
+			assert_memory_equal(k.ptr, keys[i].k, k.len);
+		/* [key_i, key_i+1) holds exactly key_i */
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(kv_range(f->kv, keys[i].k, keys[i].n,
+					  keys[i + 1].k, keys[i + 1].n, 0, false,
+					  collect_fn, &c), 0);
+		assert_int_equal(c.n, 1);
+	}
+	nv_buf_free(&k);
+}
+
+/* Tuple-encoded keys range correctly by prefix. */
+static void test_kv_tuple_prefix_range(void **state)
+{
+	struct fx *f = *state;
+	struct nv_buf key, lo, hi;
+	struct collect c = { .out = "" };
+
+	nv_buf_init(&key, KV_KEY_MAX);
+	nv_buf_init(&lo, KV_KEY_MAX + 1);
+	nv_buf_init(&hi, KV_KEY_MAX + 1);
+	for (uint64_t s = 0; s < 3; s++) {
+		for (uint64_t q = 0; q < 300; q += 100) {
+			nv_buf_reset(&key);
+			assert_int_equal(nv_tup_add_str(&key, "ref"), 0);
+			assert_int_equal(nv_tup_add_u64(&key, s), 0);
+			assert_int_equal(nv_tup_add_u64(&key, q), 0);
+			assert_int_equal(kv_put(f->kv, key.ptr, key.len, S("x")), 0);
+		}
+	}
+	/* Everything of stream 1: [("ref",1), ("ref",1)+0xFF) */
+	assert_int_equal(nv_tup_add_str(&lo, "ref"), 0);
+	assert_int_equal(nv_tup_add_u64(&lo, 1), 0);
+	assert_int_equal(nv_buf_add(&hi, lo.ptr, lo.len), 0);
+	assert_int_equal(nv_tup_prefix_end(&hi), 0);
+	assert_int_equal(kv_range(f->kv, lo.ptr, lo.len, hi.ptr, hi.len, 0, false,
+				  collect_fn, &c), 0);
+	assert_int_equal(c.n, 3);
+	/* Floor of (ref, 1, 250) within stream 1 is (ref, 1, 200). */
+	nv_buf_reset(&key);
+	assert_int_equal(nv_tup_add_str(&key, "ref"), 0);
+	assert_int_equal(nv_tup_add_u64(&key, 1), 0);
+	assert_int_equal(nv_tup_add_u64(&key, 250), 0);
+	{
+		struct nv_buf got;
+		struct nv_tup_rd r;
+		char s[8];
+		uint64_t a, b;
+
+		nv_buf_init(&got, KV_KEY_MAX);
+		assert_int_equal(kv_floor(f->kv, key.ptr, key.len, lo.ptr, lo.len,
+					  &got, NULL, NULL), 0);
+		nv_tup_rd_init(&r, got.ptr, got.len);
+		assert_int_equal(nv_tup_get_str(&r, s, sizeof(s), NULL), 0);
+		assert_int_equal(nv_tup_get_u64(&r, &a), 0);
+		assert_int_equal(nv_tup_get_u64(&r, &b), 0);
+		assert_true(a == 1 && b == 200 && nv_tup_rd_end(&r));
+		nv_buf_free(&got);
+	}
+	nv_buf_free(&key);
+	nv_buf_free(&lo);
+	nv_buf_free(&hi);
+}
+
+static void test_kv_cas_ver_conflict(void **state)
+{
+	struct fx *f = *state;
+	struct kv_txn *t;
+	uint64_t v, rev = 12345;
+
+	put_s(f->kv, "x", "old");
+	v = expect_s(f->kv, "x", "old");
+
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_put(t, S("y"), S("new")), 0);
+	assert_int_equal(kv_txn_cmp_ver(t, S("x"), v + 1), 0);
+	assert_int_equal(kv_txn_put(t, S("x"), S("new")), 0);
+	assert_int_equal(kv_txn_del(t, S("x")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, &rev), -ECANCELED);
+	kv_txn_free(t);
+	assert_true(rev == 12345); /* untouched on failure */
+	expect_absent(f->kv, S("y"));
+	assert_true(expect_s(f->kv, "x", "old") == v);
+
+	/* The right version passes. */
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_cmp_ver(t, S("x"), v), 0);
+	assert_int_equal(kv_txn_put(t, S("x"), S("new")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, &rev), 0);
+	kv_txn_free(t);
+	assert_true(expect_s(f->kv, "x", "new") == rev);
+
+	/* The old version no longer does. */
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_cmp_ver(t, S("x"), v), 0);
+	assert_int_equal(kv_txn_put(t, S("x"), S("newer")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), -ECANCELED);
+	kv_txn_free(t);
+	expect_s(f->kv, "x", "new");
+}
+
+static void test_kv_cas_ver_zero_means_absent(void **state)
+{
+	struct fx *f = *state;
+	struct kv_txn *t;
+
+	for (int round = 0; round < 2; round++) {
+		t = kv_txn_new();
+		assert_int_equal(kv_txn_cmp_ver(t, S("z"), 0), 0);
+		assert_int_equal(kv_txn_put(t, S("z"), S("created")), 0);
+		assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+		kv_txn_free(t);
+		expect_s(f->kv, "z", "created");
+
+		/* present now: create-if-absent fails */
+		t = kv_txn_new();
+		assert_int_equal(kv_txn_cmp_ver(t, S("z"), 0), 0);
+		assert_int_equal(kv_txn_put(t, S("z"), S("again")), 0);
+		assert_int_equal(kv_txn_commit(f->kv, t, NULL), -ECANCELED);
+		kv_txn_free(t);
+		expect_s(f->kv, "z", "created");
+
+		assert_int_equal(kv_del(f->kv, S("z")), 0); /* absent again */
+	}
+}
+
+static void test_kv_cas_val(void **state)
+{
+	struct fx *f = *state;
+	struct kv_txn *t;
+
+	put_s(f->kv, "x", "hello");
+	put_s(f->kv, "e", "");
+
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_cmp_val(t, S("x"), S("hello")), 0);
+	assert_int_equal(kv_txn_put(t, S("x"), S("world")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	kv_txn_free(t);
+	expect_s(f->kv, "x", "world");
+
+	/* a prefix, a longer value, a different value, an absent key */
+	static const char *const bad[] = { "worl", "worlds", "WORLD" };
+	for (int i = 0; i < 3; i++) {
+		t = kv_txn_new();
+		assert_int_equal(kv_txn_cmp_val(t, S("x"), S(bad[i])), 0);
+		assert_int_equal(kv_txn_put(t, S("x"), S("bad")), 0);
+		assert_int_equal(kv_txn_commit(f->kv, t, NULL), -ECANCELED);
+		kv_txn_free(t);
+	}
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_cmp_val(t, S("absent"), S("")), 0);
+	assert_int_equal(kv_txn_put(t, S("x"), S("bad")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), -ECANCELED);
+	kv_txn_free(t);
+	expect_s(f->kv, "x", "world");
+
+	/* An empty value compares equal to an empty value only. */
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_cmp_val(t, S("e"), S("")), 0);
+	assert_int_equal(kv_txn_cmp_val(t, S("x"), S("world")), 0);
+	assert_int_equal(kv_txn_put(t, S("e"), S("filled")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	kv_txn_free(t);
+	expect_s(f->kv, "e", "filled");
+}
+
+/* Compares see the state before the transaction, whatever order the
+ * builder calls came in (kv.c orders compares first). */
+static void test_kv_compares_precede_writes(void **state)
+{
+	struct fx *f = *state;
+	struct kv_txn *t = kv_txn_new();
+
+	assert_int_equal(kv_txn_put(t, S("n"), S("1")), 0);
+	assert_int_equal(kv_txn_cmp_ver(t, S("n"), 0), 0); /* absent before */
+	assert_int_equal(kv_txn_put(t, S("m"), S("1")), 0);
+	assert_int_equal(kv_txn_del(t, S("n")), 0);
+	assert_int_equal(kv_txn_put(t, S("n"), S("2")), 0); /* writes in order */
+	assert_int_equal(kv_txn_cmp_val(t, S("m"), S("1")), 0);
+	assert_int_equal(kv_txn_nwrites(t), 4);
+	/* m is absent before the txn, so its cmp_val fails: nothing lands. */
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), -ECANCELED);
+	kv_txn_free(t);
+	expect_absent(f->kv, S("m"));
+	expect_absent(f->kv, S("n"));
+
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_put(t, S("n"), S("1")), 0);
+	assert_int_equal(kv_txn_cmp_ver(t, S("n"), 0), 0);
+	assert_int_equal(kv_txn_del(t, S("n")), 0);
+	assert_int_equal(kv_txn_put(t, S("n"), S("2")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	kv_txn_free(t);
+	expect_s(f->kv, "n", "2");
+}
+
+static void test_kv_txn_single_use(void **state)
+{
+	struct fx *f = *state;
+	struct kv_txn *t = kv_txn_new();
+
+	assert_int_equal(kv_txn_put(t, S("a"), S("1")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), -EINVAL);
+	assert_int_equal(kv_txn_put(t, S("b"), S("1")), -EINVAL);
+	kv_txn_free(t);
+	kv_txn_free(NULL);
+	expect_absent(f->kv, S("b"));
+
+	/* An empty transaction commits (nothing to do). */
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	kv_txn_free(t);
+}
+
+struct count {
+	size_t n;
+	uint64_t ver;
+	int mixed;
+};
+
+static int count_fn(void *arg, const uint8_t *key, size_t klen,
+		    const uint8_t *val, size_t vlen, uint64_t ver)
+{
+	struct count *c = arg;
+
+	(void)key;
+	(void)klen;
+	(void)val;
+	(void)vlen;
+	if (c->n && ver != c->ver)
+		c->mixed = 1;
+	c->ver = ver;
+	c->n++;
+	return 0;
+}
+
+#define BIG 10000
+
+static void test_kv_big_txn_atomic(void **state)
+{
+	struct fx *f = *state;
+	struct count c = { 0 };
+	struct kv_txn *t;
+	uint64_t rev;
+	char key[32];
+
+	/* 10,000 writes and a failing compare at the end: none land. */
+	t = kv_txn_new();
+	for (int i = 0; i < BIG; i++) {
+		snprintf(key, sizeof(key), "big/%06d", i);
+		assert_int_equal(kv_txn_put(t, S(key), S(key)), 0);
+	}
+	assert_int_equal(kv_txn_cmp_ver(t, S("big/guard"), 99), 0);
+	assert_int_equal(kv_txn_nwrites(t), BIG);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), -ECANCELED);
+	kv_txn_free(t);
+	assert_int_equal(kv_range(f->kv, S("big/"), S("big0"), 0, false, count_fn,
+				  &c), 0);
+	assert_int_equal(c.n, 0);
+
+	/* Without it: all land, all with the commit's revision. */
+	t = kv_txn_new();
+	for (int i = 0; i < BIG; i++) {
+		snprintf(key, sizeof(key), "big/%06d", i);
+		assert_int_equal(kv_txn_put(t, S(key), S(key)), 0);
+	}
+	assert_int_equal(kv_txn_commit(f->kv, t, &rev), 0);
+	kv_txn_free(t);
+	assert_int_equal(kv_range(f->kv, S("big/"), S("big0"), 0, false, count_fn,
+				  &c), 0);
+	assert_int_equal(c.n, BIG);
+	assert_false(c.mixed);
+	assert_true(c.ver == rev);
+	expect_s(f->kv, "big/004242", "big/004242");
+}
+
+static void test_kv_size_limits_poison(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *big = calloc(1, KV_VAL_MAX + 1);
+	struct kv_txn *t;
+	struct nv_buf b;
+	uint64_t ver;
+
+	assert_non_null(big);
+	memset(big, 'k', KV_KEY_MAX + 1);
+
+	/* The limits themselves are fine. */
+	assert_int_equal(kv_put(f->kv, big, KV_KEY_MAX, big, KV_VAL_MAX), 0);
+	nv_buf_init(&b, KV_VAL_MAX);
+	assert_int_equal(kv_get(f->kv, big, KV_KEY_MAX, &b, &ver), 0);
+	assert_int_equal(b.len, KV_VAL_MAX);
+	nv_buf_free(&b);
+	/* One past them is -E2BIG. */
+	assert_int_equal(kv_put(f->kv, big, KV_KEY_MAX + 1, "v", 1), -E2BIG);
+	assert_int_equal(kv_put(f->kv, "k", 1, big, KV_VAL_MAX + 1), -E2BIG);
+	assert_int_equal(kv_del(f->kv, big, KV_KEY_MAX + 1), -E2BIG);
+	assert_int_equal(kv_get(f->kv, big, KV_KEY_MAX + 1, NULL, NULL), -E2BIG);
+
+	/* A poisoned transaction: the builder says so, later calls repeat
+	 * the first error, commit returns it and writes nothing. */
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_put(t, S("good"), S("1")), 0);
+	assert_int_equal(kv_txn_put(t, big, KV_KEY_MAX + 1, S("1")), -E2BIG);
+	assert_int_equal(kv_txn_put(t, S("good2"), S("1")), -E2BIG);
+	assert_int_equal(kv_txn_cmp_ver(t, S("good"), 0), -E2BIG);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), -E2BIG);
+	kv_txn_free(t);
+	expect_absent(f->kv, S("good"));
+	expect_absent(f->kv, S("good2"));
+
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_put(t, S("good"), S("1")), 0);
+	assert_int_equal(kv_txn_cmp_val(t, S("good"), big, KV_VAL_MAX + 1), -E2BIG);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), -E2BIG);
+	kv_txn_free(t);
+	expect_absent(f->kv, S("good"));
+	free(big);
+}
+
+/* ---- concurrency ---- */
+
+#define WRITERS 4
+#define INCS 500
+
+struct conc {
+	struct kv *kv;
+	atomic_bool stop;
+	atomic_int errors;     /* anything unexpected, from any thread */
+	atomic_long retries;   /* -ECANCELED seen by writers */
+	atomic_long reads;     /* reader iterations */
+};
+
+static const char counter_key[] = "counter";
+
+static int read_counter(struct kv *kv, uint64_t *n, uint64_t *ver)
+{
+	struct nv_buf b;
+	int rc;
+
+	nv_buf_init(&b, 64);
+	rc = kv_get(kv, counter_key, sizeof(counter_key) - 1, &b, ver);
+	if (rc == -ENOENT) {
+		*n = 0;
+		*ver = 0;
+		rc = 0;
+	} else if (rc == 0) {
+		if (b.len != 8)
+			rc = -EBADMSG;
+		else
+			memcpy(n, b.ptr, 8);
+	}
+	nv_buf_free(&b);
+	return rc;
+}
+
+static void *writer_main(void *arg)
+{
+	struct conc *c = arg;
+
+	for (int i = 0; i < INCS; i++) {
+		for (;;) {
+			uint64_t n, ver, next;
+			struct kv_txn *t;
+			int rc = read_counter(c->kv, &n, &ver);
+
+			if (rc) {
+				atomic_fetch_add(&c->errors, 1);
+				return NULL;
+			}
+			next = n + 1;
+			t = kv_txn_new();
+			if (!t || kv_txn_cmp_ver(t, counter_key, sizeof(counter_key) - 1, ver) ||
+			    kv_txn_put(t, counter_key, sizeof(counter_key) - 1, &next, 8)) {
+				kv_txn_free(t);
+				atomic_fetch_add(&c->errors, 1);
+				return NULL;
+			}
+			rc = kv_txn_commit(c->kv, t, NULL);
+			kv_txn_free(t);
+			if (rc == 0)
+				break;
+			if (rc != -ECANCELED) {
+				atomic_fetch_add(&c->errors, 1);
+				return NULL;
+			}
+			atomic_fetch_add(&c->retries, 1);
+		}
+	}
+	return NULL;
+}
+
+struct last_val {
+	uint64_t v;
+	size_t n;
+};
+
+static int last_val_fn(void *arg, const uint8_t *key, size_t klen,
+		       const uint8_t *val, size_t vlen, uint64_t ver)
+{
+	struct last_val *l = arg;
+
+	(void)key;
+	(void)klen;
+	(void)ver;
+	if (vlen == 8)
+		memcpy(&l->v, val, 8);
+	l->n++;
+	return 0;
+}
+
+/* Readers: the counter as seen by floor and by range never goes back. */
+static void *reader_main(void *arg)
+{
+	struct conc *c = arg;
+	uint64_t seen = 0;
+	struct nv_buf k, v;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, 64);
+	while (!atomic_load(&c->stop)) {
+		struct last_val l = { 0 };
+		uint64_t n = 0;
+		int rc;
+
+		rc = kv_floor(c->kv, "counter\xff", 8, "", 0, &k, &v, NULL);
+		if (rc == 0) {
+			if (v.len != 8 || k.len != 7) {
+				atomic_fetch_add(&c->errors, 1);
+				break;
+			}
+			memcpy(&n, v.ptr, 8);
+			if (n < seen)
+				atomic_fetch_add(&c->errors, 1);
+			seen = n;
+		} else if (rc != -ENOENT) {
+			atomic_fetch_add(&c->errors, 1);
+			break;
+		}
+		rc = kv_range(c->kv, "", 0, "\xff", 1, 0, (seen & 1) != 0,
+			      last_val_fn, &l);
+		if (rc || l.n > 1 || l.v < seen)
+			atomic_fetch_add(&c->errors, 1);
+		if (l.n)
+			seen = l.v;
+		atomic_fetch_add(&c->reads, 1);
+		/* A breath between visits: under valgrind, which runs one
+		 * thread at a time, two spinning readers would otherwise
+		 * starve the writers for minutes. */
+		nanosleep(&(struct timespec){ .tv_nsec = 100000 }, NULL);
+	}
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+	return NULL;
+}
+
+static void test_kv_concurrent_cas_counter(void **state)
+{
+	struct fx *f = *state;
+	struct conc c = { .kv = f->kv };
+	pthread_t w[WRITERS], r[2];
+	uint64_t n, ver;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&r[i], NULL, reader_main, &c), 0);
+	for (int i = 0; i < WRITERS; i++)
+		assert_int_equal(pthread_create(&w[i], NULL, writer_main, &c), 0);
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(w[i], NULL);
+	atomic_store(&c.stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(r[i], NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+
+	assert_int_equal(atomic_load(&c.errors), 0);
+	assert_int_equal(read_counter(f->kv, &n, &ver), 0);
+	assert_true(n == WRITERS * INCS);
+	print_message("%d CAS increments in %.2f s, %ld retries, %ld reader loops\n",
+		      WRITERS * INCS,
+		      (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+		      (long)atomic_load(&c.retries), (long)atomic_load(&c.reads));
+}
+
+static void test_kv_persists_across_reopen(void **state)
+{
+	struct fx *f = *state;
+	struct kv_txn *t = kv_txn_new();
+	uint64_t rev, rev2, va;
+
+	assert_int_equal(kv_txn_put(t, S("p1"), S("one")), 0);
+	assert_int_equal(kv_txn_put(t, S("p2"), S("two")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, &rev), 0);
+	kv_txn_free(t);
+	put_s(f->kv, "p1", "uno");
+	va = expect_s(f->kv, "p1", "uno");
+	assert_int_equal(kv_del(f->kv, S("p2")), 0);
+	rev = va + 1; /* the delete's revision */
+
+	kv_close(f->kv);
+	f->kv = NULL;
+	assert_int_equal(kv_open(f->path, &f->kv), 0);
+	assert_true(expect_s(f->kv, "p1", "uno") == va);
+	expect_absent(f->kv, S("p2"));
+	t = kv_txn_new();
+	assert_int_equal(kv_txn_put(t, S("p3"), S("three")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, &rev2), 0);
+	kv_txn_free(t);
+	assert_true(rev2 == rev + 1); /* the revision survived too */
+
+	/* And through the sqlite: URL form. */
+	{
+		char url[sizeof(f->path) + 16];
+		struct kv *kv2;
+
+		snprintf(url, sizeof(url), "sqlite:%s", f->path);
+		assert_int_equal(kv_open(url, &kv2), 0);
+		assert_true(expect_s(kv2, "p3", "three") == rev2);
+		kv_close(kv2);
+	}
+}
+
+static void test_kv_commit_failpoint(void **state)
+{
+	struct fx *f = *state;
+	struct kv_txn *t = kv_txn_new();
+
+	put_s(f->kv, "fp", "before");
+	assert_int_equal(nv_fp_arm("meta.commit=error"), 0);
+	assert_int_equal(kv_txn_put(t, S("fp"), S("after")), 0);
+	assert_int_equal(kv_txn_put(t, S("fp2"), S("after")), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), -EIO);
+	kv_txn_free(t);
+	assert_int_equal(kv_put(f->kv, S("fp3"), S("x")), -EIO);
+	assert_int_equal(kv_del(f->kv, S("fp")), -EIO);
+	nv_fp_reset();
+	expect_s(f->kv, "fp", "before");
+	expect_absent(f->kv, S("fp2"));
+	expect_absent(f->kv, S("fp3"));
+	put_s(f->kv, "fp3", "x"); /* disarmed: works again */
+}
+
+static void test_kv_open_bad_url(void **state)
+{
+	static const char *const bad[] = {
+		"", "meta.db", "relative/meta.db", "sqlite:", "sqlite:meta.db",
+		"etcd://127.0.0.1:2379", "sqlite//abs", "SQLITE:/abs.db",
+	};
+	struct kv *kv = (struct kv *)0x1;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(kv_open(bad[i], &kv), -EINVAL);
+	assert_int_equal(kv_open(NULL, &kv), -EINVAL);
+	assert_true(kv == (struct kv *)0x1); /* not written on failure */
+	/* A missing directory is not a bad URL. */
+	assert_int_equal(kv_open("/nonexistent-novafs-dir/x/meta.db", &kv), -ENOENT);
+}
+
+static void test_kv_open_not_a_database(void **state)
+{
+	struct fx *f = *state;
+	char path[PATH_MAX + 16];
+	char junk[8192];
+	struct kv *kv = NULL;
+	sqlite3 *db;
+	int fd;
+
+	/* Garbage bytes. */
+	snprintf(path, sizeof(path), "%s/garbage.db", f->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (char)(i * 131 + 7);
+	assert_int_equal(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+	close(fd);
+	assert_int_equal(kv_open(path, &kv), -EIO);
+	assert_null(kv);
+
+	/* A real SQLite database with a foreign table named kv. */
+	snprintf(path, sizeof(path), "%s/foreign.db", f->dir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE kv(a INTEGER)", NULL, NULL,
+				      NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(kv_open(path, &kv), -EIO);
+	assert_null(kv);
+}
+
+/* Not a correctness test: records what a durable commit costs here. */
+static void test_kv_commit_latency(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 200 };
+	double ms[N], sum = 0, max = 0;
+
+	for (int i = 0; i < N; i++) {
+		struct timespec a, b;
+		char key[16];
+
+		snprintf(key, sizeof(key), "lat/%03d", i);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		assert_int_equal(kv_put(f->kv, S(key), S("value")), 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		ms[i] = (double)(b.tv_sec - a.tv_sec) * 1e3 + (b.tv_nsec - a.tv_nsec) / 1e6;
+		sum += ms[i];
+		if (ms[i] > max)
+			max = ms[i];
+	}
+	print_message("durable single-key commit: mean %.3f ms, max %.3f ms over %d\n",
+		      sum / N, max, N);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_kv_get_put_del),
+		T(test_kv_versions_are_commit_revisions),
+		T(test_kv_floor),
+		T(test_kv_range),
+		T(test_kv_range_fn_stops),
+		T(test_kv_memcmp_order),
+		T(test_kv_tuple_prefix_range),
+		T(test_kv_cas_ver_conflict),
+		T(test_kv_cas_ver_zero_means_absent),
+		T(test_kv_cas_val),
+		T(test_kv_compares_precede_writes),
+		T(test_kv_txn_single_use),
+		T(test_kv_big_txn_atomic),
+		T(test_kv_size_limits_poison),
+		T(test_kv_concurrent_cas_counter),
+		T(test_kv_persists_across_reopen),
+		T(test_kv_commit_failpoint),
+		cmocka_unit_test(test_kv_open_bad_url),
+		T(test_kv_open_not_a_database),
+		T(test_kv_commit_latency),
+	};
+
+	/* NOVAFS_TEST_FILTER=test_kv_floor runs matching cases only. */
+	if (getenv("NOVAFS_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("NOVAFS_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
