@@ -1,20 +1,275 @@
 /*
  * novactl.c - the admin CLI beside the mount (novactl(8)).
  *
- * For now: `novactl version`.  status, fsck and layout arrive with the
- * crash-safety work (see the project's issues).
+ *   novactl status [-o OPTS]          chains, epochs, cursors, backlog per star
+ *   novactl fsck   [-o OPTS] [--full] check the invariants (engine/fsck.h);
+ *                                     exit 1 on any violation
+ *   novactl version
+ *
+ * OPTS: data_dir=DIR (default as for novafs), store=URL, meta=URL.
+ * fsck refuses a data directory that a running novafs holds (its flock)
+ * unless --force: the cursors would move under the check.  status reads
+ * the metastore only and works on a mounted store.
  */
 #include "config.h"
+#include "engine/chain.h"
+#include "engine/fsck.h"
+#include "engine/store/store.h"
+#include "meta/chains.h"
+#include "meta/kv.h"
+#include "meta/markers.h"
+#include "meta/streams.h"
+#include "src/base/log.h"
+#include "src/base/paths.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+struct ctl {
+	char data_dir[PATH_MAX];
+	char store_url[PATH_MAX + 8];
+	char meta_url[PATH_MAX + 8];
+	bool full, force;
+	struct store *store;
+	struct kv *kv;
+};
+
+static int usage(FILE *to)
+{
+	fprintf(to,
+		"usage: novactl status [-o OPTS]\n"
+		"       novactl fsck [-o OPTS] [--full] [--force]\n"
+		"       novactl version\n"
+		"OPTS (comma-separated): data_dir=DIR, store=URL, meta=URL\n"
+		"See novactl(8).\n");
+	return 2;
+}
+
+static int parse_opts(struct ctl *c, const char *spec)
+{
+	char *copy = strdup(spec), *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(t, "data_dir=", 9))
+			snprintf(c->data_dir, sizeof(c->data_dir), "%s", t + 9);
+		else if (!strncmp(t, "store=", 6))
+			snprintf(c->store_url, sizeof(c->store_url), "%s", t + 6);
+		else if (!strncmp(t, "meta=", 5))
+			snprintf(c->meta_url, sizeof(c->meta_url), "%s", t + 5);
+		else {
+			fprintf(stderr, "novactl: unknown option '%s'\n", t);
+			free(copy);
+			return -EINVAL;
+		}
+	}
+	free(copy);
+	return 0;
+}
+
+static int open_backends(struct ctl *c)
+{
+	char url[PATH_MAX + 16];
+	int rc;
+
+	if (c->store_url[0])
+		snprintf(url, sizeof(url), "%s", c->store_url);
+	else
+		snprintf(url, sizeof(url), "dir:%s/objects", c->data_dir);
+	rc = store_open(url, &c->store);
+	if (rc) {
+		fprintf(stderr, "novactl: object store %s: %s\n", url, strerror(-rc));
+		return rc;
+	}
+	if (c->meta_url[0])
+		snprintf(url, sizeof(url), "%s", c->meta_url);
+	else
+		snprintf(url, sizeof(url), "sqlite:%s/meta.db", c->data_dir);
+	if (!c->meta_url[0] && access(url + 7, F_OK)) {
+		fprintf(stderr, "novactl: no metastore at %s (wrong data_dir?)\n", url + 7);
+		return -ENOENT;
+	}
+	rc = kv_open(url, &c->kv);
+	if (rc)
+		fprintf(stderr, "novactl: metastore %s: %s\n", url, strerror(-rc));
+	return rc;
+}
+
+/* ------------------------------------------------------------ status */
+
+struct status_arg {
+	struct ctl *c;
+	char last_star[META_STAR_MAX + 1];
+};
+
+static int count_markers(void *arg, const struct meta_marker *m)
+{
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+static int count_slots(void *arg, const char *key, uint64_t size)
+{
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
+{
+	struct status_arg *a = arg;
+	char prefix[CHAIN_KEY_MAX];
+	uint64_t markers = 0, slots = 0, head = 0;
+	int rc;
+
+	if (strcmp(a->last_star, ch->star)) {
+		snprintf(a->last_star, sizeof(a->last_star), "%s", ch->star);
+		printf("star %s\n", ch->star);
+		printf("  %-8s %6s %-8s %11s %11s %11s %11s %8s %10s\n", "class", "epoch", "state",
+		       "checkpoint", "cut", "rewritten", "trimmed", "markers", "unabsorbed");
+	}
+	rc = meta_marker_list(a->c->kv, ch->cls, ch->star, ch->epoch, count_markers, &markers);
+	if (rc)
+		return rc;
+	/* Backlog: slots in the store at or above the checkpoint. */
+	chain_slot_key(prefix, sizeof(prefix), ch->cls, ch->star, ch->epoch, ch->checkpoint);
+	{
+		char dir[CHAIN_KEY_MAX], after[CHAIN_KEY_MAX];
+		size_t n = strlen(prefix) - 16;
+
+		memcpy(dir, prefix, n);
+		dir[n] = 0;
+		if (ch->checkpoint) {
+			chain_slot_key(after, sizeof(after), ch->cls, ch->star, ch->epoch,
+				       ch->checkpoint - 1);
+			rc = store_list(a->c->store, dir, after, count_slots, &slots);
+		} else {
+			rc = store_list(a->c->store, dir, NULL, count_slots, &slots);
+		}
+		if (rc)
+			return rc;
+	}
+	rc = meta_mint_head(a->c->kv, ch->cls, ch->star, &head);
+	if (rc)
+		return rc;
+	printf("  %-8s %6" PRIu64 " %-8s %11" PRIu64 " %11s %11" PRIu64 " %11" PRIu64
+	       " %8" PRIu64 " %10" PRIu64 "%s\n",
+	       nv_class_name(ch->cls), ch->epoch, meta_chain_state_name(ch->state),
+	       ch->checkpoint,
+	       ch->state == CHAIN_LIVE ? "-" : (snprintf(prefix, sizeof(prefix), "%" PRIu64,
+						      ch->cut), prefix),
+	       ch->rewritten, ch->trimmed, markers, slots,
+	       ch->epoch == head && ch->state == CHAIN_LIVE ? "  (head)" : "");
+	return 0;
+}
+
+static int cmd_status(struct ctl *c)
+{
+	struct status_arg a = { .c = c };
+	int rc = meta_chain_list(c->kv, status_chain, &a);
+
+	if (rc) {
+		fprintf(stderr, "novactl: status: %s\n", strerror(-rc));
+		return 1;
+	}
+	if (!a.last_star[0])
+		printf("no chains yet\n");
+	return 0;
+}
+
+/* ------------------------------------------------------------ fsck */
+
+static void fsck_report(void *arg, bool violation, const char *text)
+{
+	printf("%s %s\n", violation ? "VIOLATION" : "note     ", text);
+}
+
+static int cmd_fsck(struct ctl *c)
+{
+	struct fsck_opts o = { .full = c->full, .report = fsck_report };
+	struct fsck_summary s;
+	int rc;
+
+	rc = fsck_run(c->store, c->kv, &o, &s);
+	printf("fsck: %" PRIu64 " chains, %" PRIu64 " slots, %" PRIu64 " markers, %" PRIu64
+	       " streams, %" PRIu64 " refs",
+	       s.chains, s.slots, s.markers, s.streams, s.refs);
+	if (c->full)
+		printf(", %" PRIu64 " chunks verified", s.chunks);
+	printf("; %" PRIu64 " notes, %" PRIu64 " violations\n", s.notes, s.violations);
+	if (rc) {
+		fprintf(stderr, "novactl: fsck stopped: %s\n", strerror(-rc));
+		return 2;
+	}
+	return s.violations ? 1 : 0;
+}
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version"))) {
+	struct ctl c;
+	const char *cmd;
+	int lock_fd = -1, ret;
+
+	memset(&c, 0, sizeof(c));
+	nv_default_data_dir(c.data_dir, sizeof(c.data_dir));
+	nv_log_level = NV_WARN;
+	if (argc < 2)
+		return usage(stderr);
+	cmd = argv[1];
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("novactl %s\n", PACKAGE_VERSION);
 		return 0;
 	}
-	fprintf(stderr, "usage: novactl version\n");
-	return 2;
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+			if (parse_opts(&c, argv[++i]))
+				return 2;
+		} else if (!strncmp(argv[i], "-o", 2) && argv[i][2]) {
+			if (parse_opts(&c, argv[i] + 2))
+				return 2;
+		} else if (!strcmp(argv[i], "--full")) {
+			c.full = true;
+		} else if (!strcmp(argv[i], "--force")) {
+			c.force = true;
+		} else {
+			return usage(stderr);
+		}
+	}
+	if (strcmp(cmd, "status") && strcmp(cmd, "fsck"))
+		return usage(stderr);
+	if (!strcmp(cmd, "fsck") && !c.store_url[0] && !c.force) {
+		char path[PATH_MAX + 8];
+
+		snprintf(path, sizeof(path), "%s/lock", c.data_dir);
+		lock_fd = open(path, O_RDWR | O_CLOEXEC);
+		if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB)) {
+			fprintf(stderr, "novactl: %s is mounted (a novafs holds %s); unmount it or "
+					"use --force\n", c.data_dir, path);
+			close(lock_fd);
+			return 2;
+		}
+	}
+	if (open_backends(&c)) {
+		ret = 2;
+		goto out;
+	}
+	ret = !strcmp(cmd, "status") ? cmd_status(&c) : cmd_fsck(&c);
+out:
+	kv_close(c.kv);
+	store_close(c.store);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	return ret;
 }

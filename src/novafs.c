@@ -18,6 +18,7 @@
 #include "src/base/clock.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
+#include "src/base/paths.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,23 +92,11 @@ static const struct fuse_opt nova_opts[] = {
 	FUSE_OPT_END
 };
 
-static void default_data_dir(char *buf, size_t cap)
-{
-	const char *x = getenv("XDG_DATA_HOME"), *h = getenv("HOME");
-
-	if (geteuid() == 0)
-		snprintf(buf, cap, "/var/lib/novafs");
-	else if (x && *x)
-		snprintf(buf, cap, "%s/novafs", x);
-	else
-		snprintf(buf, cap, "%s/.local/share/novafs", h ? h : "/tmp");
-}
-
 static void usage(const char *prog, const struct options *d)
 {
 	char dd[PATH_MAX];
 
-	default_data_dir(dd, sizeof(dd));
+	nv_default_data_dir(dd, sizeof(dd));
 	printf("usage: %s [-f] [-o opt,...] MOUNTPOINT\n\n"
 	       "A durable stream store on object storage: every file is an append-only\n"
 	       "stream; write() returns when the record is durable.  See novafs(8).\n\n"
@@ -285,7 +274,7 @@ int main(int argc, char **argv)
 			snprintf(dd, sizeof(dd), "%s", o.data_dir);
 		}
 	} else {
-		default_data_dir(dd, sizeof(dd));
+		nv_default_data_dir(dd, sizeof(dd));
 	}
 	if (o.log) {
 		int lfd = open(o.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);

@@ -1,0 +1,528 @@
+/*
+ * fsck.c - see fsck.h.
+ *
+ * Memory: one entry per (slot, stream) pair below the checkpoints, to
+ * match footers against refs; everything else is streamed.
+ */
+#include "config.h"
+#include "engine/fsck.h"
+#include "engine/bundle.h"
+#include "engine/chain.h"
+#include "meta/chains.h"
+#include "meta/markers.h"
+#include "meta/refs.h"
+#include "meta/streams.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pair {
+	uint64_t epoch, slot, stream;
+	uint8_t cls;
+	uint8_t used;
+	uint8_t covered;
+	char star[META_STAR_MAX + 1];
+	uint64_t first_seq, end_seq; /* the stream's records in the slot */
+};
+
+struct fsck {
+	struct store *store;
+	struct kv *kv;
+	const struct fsck_opts *o;
+	struct fsck_summary *sum;
+	struct meta_chain *chains;
+	size_t nchains, cap;
+	struct pair *pairs;
+	size_t npairs, pcap; /* open addressing; pcap a power of two */
+};
+
+static void say(struct fsck *f, bool violation, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(struct fsck *f, bool violation, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (violation)
+		f->sum->violations++;
+	else
+		f->sum->notes++;
+	if (f->o->report)
+		f->o->report(f->o->arg, violation, line);
+}
+
+/* ------------------------------------------------------------ pair set */
+
+static uint64_t pair_hash(unsigned cls, const char *star, uint64_t epoch, uint64_t slot,
+			  uint64_t stream)
+{
+	uint64_t h = 1469598103934665603ULL ^ cls;
+
+	for (const char *p = star; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	h ^= epoch * 0x9e3779b97f4a7c15ULL;
+	h ^= slot * 0xc2b2ae3d27d4eb4fULL;
+	h ^= stream * 0x165667b19e3779f9ULL;
+	return h ^ (h >> 31);
+}
+
+static struct pair *pair_find(struct fsck *f, unsigned cls, const char *star, uint64_t epoch,
+			      uint64_t slot, uint64_t stream, bool add)
+{
+	uint64_t h;
+	size_t i;
+
+	if (add && (f->npairs + 1) * 2 > f->pcap) {
+		size_t ncap = f->pcap ? f->pcap * 2 : 1024;
+		struct pair *np = calloc(ncap, sizeof(*np));
+
+		if (!np)
+			return NULL;
+		for (size_t k = 0; k < f->pcap; k++) {
+			struct pair *p = &f->pairs[k];
+
+			if (!p->used)
+				continue;
+			i = pair_hash(p->cls, p->star, p->epoch, p->slot, p->stream) & (ncap - 1);
+			while (np[i].used)
+				i = (i + 1) & (ncap - 1);
+			np[i] = *p;
+		}
+		free(f->pairs);
+		f->pairs = np;
+		f->pcap = ncap;
+	}
+	if (!f->pcap)
+		return NULL;
+	h = pair_hash(cls, star, epoch, slot, stream);
+	for (i = h & (f->pcap - 1); f->pairs[i].used; i = (i + 1) & (f->pcap - 1)) {
+		struct pair *p = &f->pairs[i];
+
+		if (p->cls == cls && p->epoch == epoch && p->slot == slot && p->stream == stream &&
+		    !strcmp(p->star, star))
+			return p;
+	}
+	if (!add)
+		return NULL;
+	f->pairs[i].used = 1;
+	f->pairs[i].cls = (uint8_t)cls;
+	snprintf(f->pairs[i].star, sizeof(f->pairs[i].star), "%s", star);
+	f->pairs[i].epoch = epoch;
+	f->pairs[i].slot = slot;
+	f->pairs[i].stream = stream;
+	f->npairs++;
+	return &f->pairs[i];
+}
+
+/* ------------------------------------------------------------ footers */
+
+/* Fetch and verify the footer window of an object; *win is malloc'd. */
+static int fetch_footer(struct fsck *f, const char *key, uint64_t *foff, uint32_t *flen,
+			uint8_t **win, struct bundle_footer *ft)
+{
+	uint8_t tr[BUNDLE_TRAILER_SIZE];
+	uint64_t size;
+	size_t got;
+	int rc = store_head(f->store, key, &size);
+
+	*win = NULL;
+	if (rc)
+		return rc;
+	if (size < BUNDLE_TRAILER_SIZE)
+		return -EBADMSG;
+	rc = store_get_range(f->store, key, size - BUNDLE_TRAILER_SIZE, BUNDLE_TRAILER_SIZE, tr,
+			     &got);
+	if (!rc && got != BUNDLE_TRAILER_SIZE)
+		rc = -EBADMSG;
+	if (!rc)
+		rc = bundle_trailer_parse(tr, sizeof(tr), size, foff, flen);
+	if (rc)
+		return rc;
+	*win = malloc(*flen);
+	if (!*win)
+		return -ENOMEM;
+	rc = store_get_range(f->store, key, *foff, *flen, *win, &got);
+	if (!rc && got != *flen)
+		rc = -EBADMSG;
+	if (!rc)
+		rc = bundle_footer_open(*win, *flen, *foff, ft);
+	if (rc) {
+		free(*win);
+		*win = NULL;
+	}
+	return rc;
+}
+
+static int verify_chunk(struct fsck *f, const char *key, const struct bundle_entry *e)
+{
+	uint8_t *stored = malloc(e->comp_len ? e->comp_len : 1);
+	struct nv_buf raw;
+	size_t got;
+	int rc;
+
+	if (!stored)
+		return -ENOMEM;
+	nv_buf_init(&raw, e->raw_len);
+	rc = store_get_range(f->store, key, e->chunk_off, e->comp_len, stored, &got);
+	if (!rc && got != e->comp_len)
+		rc = -EBADMSG;
+	if (!rc)
+		rc = bundle_chunk_decode(e, stored, e->comp_len, &raw);
+	free(stored);
+	nv_buf_free(&raw);
+	f->sum->chunks++;
+	return rc;
+}
+
+/* ------------------------------------------------------------ chains */
+
+static int chain_collect(void *arg, const struct meta_chain *c, uint64_t ver)
+{
+	struct fsck *f = arg;
+
+	if (f->nchains == f->cap) {
+		size_t ncap = f->cap ? f->cap * 2 : 16;
+		struct meta_chain *p = realloc(f->chains, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		f->chains = p;
+		f->cap = ncap;
+	}
+	f->chains[f->nchains++] = *c;
+	return 0;
+}
+
+struct slot_scan {
+	struct fsck *f;
+	const struct meta_chain *c;
+	uint64_t expect; /* next slot expected in [trimmed, checkpoint) */
+	size_t prefix_len;
+	int err;
+};
+
+static int slot_visit(void *arg, const char *key, uint64_t size)
+{
+	struct slot_scan *s = arg;
+	const struct meta_chain *c = s->c;
+	struct fsck *f = s->f;
+	char *end;
+	uint64_t slot = strtoull(key + s->prefix_len, &end, 16);
+
+	f->sum->slots++;
+	if (*end || strlen(key + s->prefix_len) != 16) {
+		say(f, true, "%s: not a slot key", key);
+		return 0;
+	}
+	if (slot < c->trimmed)
+		say(f, true, "%s: live slot below the trimmed cursor %" PRIu64, key, c->trimmed);
+	if (c->state == CHAIN_SETTLED && slot >= c->cut)
+		say(f, true, "%s: slot at or above the cut %" PRIu64 " of a settled chain", key,
+		    c->cut);
+	if (c->state != CHAIN_SETTLED && slot >= c->checkpoint)
+		say(f, false, "%s: not absorbed yet (the next mount settles it)", key);
+	if (slot >= c->trimmed && slot < c->checkpoint) {
+		for (; s->expect < slot; s->expect++)
+			say(f, true, "chain %s/%s/%" PRIu64 ": slot %" PRIu64
+				     " below the checkpoint is missing",
+			    nv_class_name(c->cls), c->star, c->epoch, s->expect);
+		s->expect = slot + 1;
+	}
+	return 0;
+}
+
+struct mark_scan {
+	struct fsck *f;
+	const struct meta_chain *c;
+	uint64_t next; /* slots below this are covered */
+};
+
+static int mark_visit(void *arg, const struct meta_marker *m)
+{
+	struct mark_scan *s = arg;
+	const struct meta_chain *c = s->c;
+
+	s->f->sum->markers++;
+	if (m->first_slot < s->next)
+		say(s->f, true, "chain %s/%s/%" PRIu64 ": marker at slot %" PRIu64
+				" overlaps the previous one",
+		    nv_class_name(c->cls), c->star, c->epoch, m->first_slot);
+	else if (m->first_slot > s->next && s->next >= c->rewritten)
+		say(s->f, true, "chain %s/%s/%" PRIu64 ": slots [%" PRIu64 ", %" PRIu64
+				") have no marker",
+		    nv_class_name(c->cls), c->star, c->epoch, s->next, m->first_slot);
+	if (m->end_slot > c->checkpoint)
+		say(s->f, true, "chain %s/%s/%" PRIu64 ": marker [%" PRIu64 ", %" PRIu64
+				") passes the checkpoint %" PRIu64,
+		    nv_class_name(c->cls), c->star, c->epoch, m->first_slot, m->end_slot,
+		    c->checkpoint);
+	if (m->first_slot < c->rewritten)
+		say(s->f, true, "chain %s/%s/%" PRIu64 ": marker at %" PRIu64
+				" stands below the rewritten cursor %" PRIu64,
+		    nv_class_name(c->cls), c->star, c->epoch, m->first_slot, c->rewritten);
+	if (m->end_slot > s->next)
+		s->next = m->end_slot;
+	return 0;
+}
+
+/* Record every (slot, stream) of the chain's absorbed slots. */
+static int chain_footers(struct fsck *f, const struct meta_chain *c)
+{
+	for (uint64_t slot = c->trimmed; slot < c->checkpoint; slot++) {
+		char key[CHAIN_KEY_MAX];
+		struct bundle_footer ft;
+		uint64_t foff;
+		uint32_t flen;
+		uint8_t *win;
+		int rc;
+
+		chain_slot_key(key, sizeof(key), c->cls, c->star, c->epoch, slot);
+		rc = fetch_footer(f, key, &foff, &flen, &win, &ft);
+		if (rc == -ENOENT)
+			continue; /* reported by the slot scan */
+		if (rc) {
+			say(f, true, "%s: footer unreadable: %s", key,
+			    rc == -EBADMSG ? "fails verification" : strerror(-rc));
+			if (rc != -EBADMSG)
+				return rc;
+			continue;
+		}
+		for (uint32_t i = 0; i < ft.n; i++) {
+			struct bundle_entry e;
+			struct pair *p;
+
+			if (bundle_footer_get(&ft, i, &e)) {
+				say(f, true, "%s: footer entry %u malformed", key, i);
+				continue;
+			}
+			p = pair_find(f, c->cls, c->star, c->epoch, slot, e.stream_id, true);
+			if (!p) {
+				free(win);
+				return -ENOMEM;
+			}
+			if (!p->end_seq) {
+				p->first_seq = e.first_seq;
+				p->end_seq = e.first_seq;
+			}
+			if (e.first_seq != p->end_seq)
+				say(f, true, "%s: stream %" PRIu64 " entries not contiguous at seq %" PRIu64,
+				    key, e.stream_id, e.first_seq);
+			p->end_seq = e.first_seq + e.nrec;
+		}
+		free(win);
+	}
+	return 0;
+}
+
+static int check_chains(struct fsck *f)
+{
+	int rc = meta_chain_list(f->kv, chain_collect, f);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < f->nchains; i++) {
+		const struct meta_chain *c = &f->chains[i];
+		struct slot_scan ss = { .f = f, .c = c, .expect = c->trimmed };
+		struct mark_scan ms = { .f = f, .c = c, .next = c->rewritten };
+		char prefix[CHAIN_KEY_MAX];
+		uint64_t head;
+
+		f->sum->chains++;
+		rc = meta_mint_head(f->kv, c->cls, c->star, &head);
+		if (rc)
+			return rc;
+		if (c->epoch > head)
+			say(f, true, "chain %s/%s/%" PRIu64 ": epoch above the mint head %" PRIu64,
+			    nv_class_name(c->cls), c->star, c->epoch, head);
+		if (c->state == CHAIN_LIVE && c->epoch < head)
+			say(f, false, "chain %s/%s/%" PRIu64 ": below the mint head and not settled "
+				      "(a crashed epoch; the next mount settles it)",
+			    nv_class_name(c->cls), c->star, c->epoch);
+		else if (c->state != CHAIN_SETTLED)
+			say(f, false, "chain %s/%s/%" PRIu64 ": %s (the next mount settles it)",
+			    nv_class_name(c->cls), c->star, c->epoch,
+			    meta_chain_state_name(c->state));
+		/* Slots: "chains/<class>/<star>/<epoch>/" then 16 hex digits. */
+		chain_slot_key(prefix, sizeof(prefix), c->cls, c->star, c->epoch, 0);
+		ss.prefix_len = strlen(prefix) - 16;
+		prefix[ss.prefix_len] = 0;
+		rc = store_list(f->store, prefix, NULL, slot_visit, &ss);
+		if (rc)
+			return rc;
+		for (; ss.expect < c->checkpoint; ss.expect++)
+			say(f, true, "chain %s/%s/%" PRIu64 ": slot %" PRIu64
+				     " below the checkpoint is missing",
+			    nv_class_name(c->cls), c->star, c->epoch, ss.expect);
+		rc = meta_marker_list(f->kv, c->cls, c->star, c->epoch, mark_visit, &ms);
+		if (rc)
+			return rc;
+		if (ms.next < c->checkpoint)
+			say(f, true, "chain %s/%s/%" PRIu64 ": slots [%" PRIu64 ", %" PRIu64
+				     ") have no marker",
+			    nv_class_name(c->cls), c->star, c->epoch, ms.next, c->checkpoint);
+		rc = chain_footers(f, c);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ refs */
+
+struct ref_scan {
+	struct fsck *f;
+	const struct meta_stream *s;
+	uint64_t next_seq, next_byte;
+	bool first;
+	int err;
+};
+
+static int check_ref_slot(struct fsck *f, const struct meta_ref *r, uint32_t k)
+{
+	const struct meta_ref_slot *se = &r->slots[k];
+	uint64_t end_seq = k + 1 < r->nslots ? r->slots[k + 1].first_seq : r->end_seq;
+	uint64_t end_byte = k + 1 < r->nslots ? r->slots[k + 1].first_byte : r->end_byte;
+	char key[CHAIN_KEY_MAX];
+	struct bundle_footer ft;
+	uint64_t foff, seq = se->first_seq, byte = se->first_byte;
+	uint32_t flen, first, count;
+	uint8_t *win;
+	struct pair *p;
+	int rc;
+
+	chain_slot_key(key, sizeof(key), r->cls, r->star, r->epoch, se->slot);
+	rc = fetch_footer(f, key, &foff, &flen, &win, &ft);
+	if (rc) {
+		say(f, true, "stream %" PRIu64 " ref %" PRIu64 ": slot %s %s", r->stream_id,
+		    r->first_seq, key, rc == -ENOENT ? "is missing" : "footer fails verification");
+		return rc == -ENOENT || rc == -EBADMSG ? 0 : rc;
+	}
+	if (foff != se->footer_off || flen != se->footer_len)
+		say(f, true, "stream %" PRIu64 " ref %" PRIu64 ": footer window of %s differs",
+		    r->stream_id, r->first_seq, key);
+	rc = bundle_footer_stream(&ft, r->stream_id, &first, &count);
+	if (rc) {
+		say(f, true, "stream %" PRIu64 " ref %" PRIu64 ": %s holds none of its records",
+		    r->stream_id, r->first_seq, key);
+		free(win);
+		return 0;
+	}
+	for (uint32_t i = first; i < first + count; i++) {
+		struct bundle_entry e;
+
+		if (bundle_footer_get(&ft, i, &e))
+			continue; /* reported by the chain walk */
+		if (e.first_seq != seq || e.first_byte != byte) {
+			say(f, true, "stream %" PRIu64 ": %s entry at seq %" PRIu64 " byte %" PRIu64
+				     " where the ref expects seq %" PRIu64 " byte %" PRIu64,
+			    r->stream_id, key, e.first_seq, e.first_byte, seq, byte);
+			break;
+		}
+		if (f->o->full) {
+			int v = verify_chunk(f, key, &e);
+
+			if (v == -EBADMSG)
+				say(f, true, "%s: chunk at %" PRIu64 " fails verification", key,
+				    e.chunk_off);
+			else if (v) {
+				free(win);
+				return v;
+			}
+		}
+		seq += e.nrec;
+		byte += bundle_entry_body_bytes(&e);
+	}
+	free(win);
+	if (seq != end_seq || byte != end_byte)
+		say(f, true, "stream %" PRIu64 " ref %" PRIu64 ": %s covers up to seq %" PRIu64
+			     ", the ref expects %" PRIu64,
+		    r->stream_id, r->first_seq, key, seq, end_seq);
+	p = pair_find(f, r->cls, r->star, r->epoch, se->slot, r->stream_id, false);
+	if (p) {
+		if (p->covered)
+			say(f, true, "stream %" PRIu64 ": slot %s covered by two refs", r->stream_id,
+			    key);
+		p->covered = 1;
+	}
+	return 0;
+}
+
+static int ref_visit(void *arg, const struct meta_ref *r)
+{
+	struct ref_scan *s = arg;
+	struct fsck *f = s->f;
+	struct meta_ref twin;
+	int rc;
+
+	f->sum->refs++;
+	if (s->first) {
+		if (r->first_seq > s->s->trim_seq)
+			say(f, true, "stream %" PRIu64 " (%s/%s): refs start at seq %" PRIu64
+				     " above the trim point %" PRIu64,
+			    r->stream_id, s->s->bucket, s->s->name, r->first_seq, s->s->trim_seq);
+		s->first = false;
+	} else if (r->first_seq != s->next_seq || r->first_byte != s->next_byte) {
+		say(f, true, "stream %" PRIu64 " (%s/%s): gap or overlap at seq %" PRIu64
+			     " (previous ref ends at %" PRIu64 ")",
+		    r->stream_id, s->s->bucket, s->s->name, r->first_seq, s->next_seq);
+	}
+	s->next_seq = r->end_seq;
+	s->next_byte = r->end_byte;
+	meta_ref_init(&twin);
+	rc = meta_ref_floor_byte(f->kv, r->stream_id, r->first_byte, &twin);
+	if (rc == 0 && (twin.first_seq != r->first_seq || twin.first_byte != r->first_byte))
+		rc = -ENOENT;
+	meta_ref_clear(&twin);
+	if (rc && r->end_byte > r->first_byte) /* empty refs share a byte offset */
+		say(f, true, "stream %" PRIu64 " ref %" PRIu64 ": byte index row missing",
+		    r->stream_id, r->first_seq);
+	for (uint32_t k = 0; k < r->nslots; k++) {
+		rc = check_ref_slot(f, r, k);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int stream_visit(void *arg, const struct meta_stream *s)
+{
+	struct fsck *f = arg;
+	struct ref_scan rs = { .f = f, .s = s, .first = true };
+
+	f->sum->streams++;
+	return meta_ref_list(f->kv, s->id, 0, 0, ref_visit, &rs);
+}
+
+int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
+	     struct fsck_summary *sum)
+{
+	struct fsck f = { .store = store, .kv = kv, .o = o, .sum = sum };
+	int rc;
+
+	memset(sum, 0, sizeof(*sum));
+	rc = check_chains(&f);
+	if (!rc)
+		rc = meta_stream_list_all(kv, stream_visit, &f);
+	if (!rc) {
+		for (size_t i = 0; i < f.pcap; i++) {
+			struct pair *p = &f.pairs[i];
+
+			if (p->used && !p->covered)
+				say(&f, true, "chain %s/%s/%" PRIu64 " slot %" PRIu64 ": records %" PRIu64
+					      "..%" PRIu64 " of stream %" PRIu64 " are covered by no ref",
+				    nv_class_name(p->cls), p->star, p->epoch, p->slot, p->first_seq,
+				    p->end_seq - 1, p->stream);
+		}
+	}
+	free(f.pairs);
+	free(f.chains);
+	return rc;
+}

@@ -1,0 +1,56 @@
+/*
+ * fsck.h - offline consistency check of a store and its metastore
+ * against the invariants of DESIGN.md section 4.
+ *
+ * For: `novactl fsck` and the crash tests.  It reads only; it never
+ * repairs (the next mount's recovery settles what a crash left, and
+ * fsck says so instead of calling it a violation).  Not for: a mounted
+ * store: its cursors move under the check.
+ *
+ * Checks:
+ *   chains   each row decodes; no epoch above its mint head; at most one
+ *            LIVE epoch per (class, star), and it is the head (a LIVE or
+ *            FENCED epoch on an unmounted store is reported as
+ *            "unsettled", a note, not a violation)
+ *   slots    for every chain, slots in [trimmed, checkpoint) exist; no
+ *            slot below trimmed; a SETTLED chain has no slot at or above
+ *            its cut (garbage an earlier recovery should have reaped)
+ *   markers  ascending and disjoint per chain, inside [rewritten,
+ *            checkpoint), covering every slot there
+ *   refs     per stream: contiguous in seq and byte from the trim point,
+ *            each with its byte-index twin; every slot entry names an
+ *            existing slot whose footer verifies and whose entries for
+ *            the stream cover exactly that slot's share of the ref; with
+ *            `full`, every such chunk is fetched and verified (CRC,
+ *            decompression, frames)
+ *   coverage every footer entry of every slot below a chain's checkpoint
+ *            is covered by a ref of its stream (no acked record
+ *            invisible)
+ */
+#ifndef NOVAFS_ENGINE_FSCK_H
+#define NOVAFS_ENGINE_FSCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/store/store.h"
+#include "meta/kv.h"
+
+struct fsck_opts {
+	bool full; /* verify every referenced chunk, not only footers */
+	/* Report one finding (borrowed text); violation=false for notes. */
+	void (*report)(void *arg, bool violation, const char *text);
+	void *arg;
+};
+
+struct fsck_summary {
+	uint64_t chains, slots, markers, streams, refs, chunks;
+	uint64_t notes, violations;
+};
+
+/* Run every check.  0 when the check ran to the end (look at
+ * summary->violations), or the first store/kv error that stopped it. */
+int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
+	     struct fsck_summary *sum) __attribute__((warn_unused_result));
+
+#endif
