@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 /* nv_stream.user_flags bit: read through the page cache since the last
@@ -82,6 +83,7 @@ struct nova_fs {
 	struct fs_node *buckets[1024]; /* lock: the node table */
 	struct fs_node root;
 	pthread_key_t bufkey;         /* per-thread read buffer */
+	struct timespec started;      /* the root's times */
 };
 
 int nova_fs_errno(int rc)
@@ -196,6 +198,9 @@ static void stat_root(struct nova_fs *fs, struct stat *st)
 	st->st_nlink = 2;
 	st->st_uid = fs->cfg.uid;
 	st->st_gid = fs->cfg.gid;
+	st->st_mtim = fs->started;
+	st->st_ctim = fs->started;
+	st->st_atim = fs->started;
 }
 
 static void stat_bucket(struct nova_fs *fs, uint64_t ino, const struct meta_bucket *b,
@@ -1069,6 +1074,7 @@ int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
 		fs->data_dir = strdup(cfg->data_dir);
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_key_create(&fs->bufkey, free);
+	clock_gettime(CLOCK_REALTIME, &fs->started);
 	fs->root.ino = FUSE_ROOT_ID;
 	fs->root.kind = FS_NODE_ROOT;
 	*out = fs;

@@ -94,9 +94,15 @@ static const struct fuse_opt nova_opts[] = {
 
 static void usage(const char *prog, const struct options *d)
 {
-	char dd[PATH_MAX];
+	char dd[PATH_MAX], subsystems[256] = "";
 
 	nv_default_data_dir(dd, sizeof(dd));
+	for (int i = 0; i < NV_SUB_COUNT; i++) {
+		size_t n = strlen(subsystems);
+
+		snprintf(subsystems + n, sizeof(subsystems) - n, "%s%s", i ? ", " : "",
+			 nv_log_subsys_name(i));
+	}
 	printf("usage: %s [-f] [-o opt,...] MOUNTPOINT\n\n"
 	       "A durable stream store on object storage: every file is an append-only\n"
 	       "stream; write() returns when the record is durable.  See novafs(8).\n\n"
@@ -123,15 +129,15 @@ static void usage(const char *prog, const struct options *d)
 	       "    -o attr_timeout=S          kernel attribute cache seconds (%.1f)\n"
 	       "    -o age_cap_standard_s=N    standard batch markers ripen after (%u)\n"
 	       "    -o age_cap_express_s=N     express batch markers ripen after (%u)\n"
-	       "    -o debug=LIST              debug log for subsystems (all, fs, chain,\n"
-	       "                               flight, absorb, read, store, meta, recover, cache)\n"
+	       "    -o debug=LIST              debug log for subsystems, joined by '+':\n"
+	       "                               all, %s\n"
 	       "    -o log=FILE                log here (default: stderr with -f, else syslog)\n"
 	       "    -h, --help                 this help\n"
 	       "    -V, --version              print the version\n\n",
 	       prog, dd, d->backlog_mib, d->tail_cache_mib, d->read_cache_mib, d->flight_kib,
 	       d->linger_us, d->put_window, d->put_timeout_s, d->chunk_kib, d->compress,
 	       d->readahead, d->prefetch_threads, d->absorb_batch, d->max_write_kib,
-	       d->attr_timeout, d->age_cap_standard_s, d->age_cap_express_s);
+	       d->attr_timeout, d->age_cap_standard_s, d->age_cap_express_s, subsystems);
 	printf("FUSE options:\n");
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -228,6 +234,8 @@ int main(int argc, char **argv)
 	char dd[PATH_MAX];
 	int ret = 1, rc, status_fd = -1;
 
+	/* A closed stderr or log pipe must not kill the daemon. */
+	signal(SIGPIPE, SIG_IGN);
 	set_defaults(&o);
 	defaults = o;
 	if (fuse_opt_parse(&args, &o, nova_opts, NULL) == -1)
@@ -409,6 +417,10 @@ int main(int argc, char **argv)
 		ret = fuse_session_loop_mt(se, lcfg);
 		fuse_loop_cfg_destroy(lcfg);
 	}
+	/* The loop returns the signal number when a signal ended it: that is
+	 * an orderly stop, not a failure. */
+	if (ret > 0)
+		ret = 0;
 	nv_log(NV_INFO, NV_SUB_MAIN, "unmounting %s: flushing and absorbing", fopts.mountpoint);
 	fuse_session_unmount(se);
 out_signals:

@@ -41,8 +41,10 @@ int nv_log_set_debug(const char *spec, const char **bad, int *badlen)
 	unsigned mask = 0;
 	const char *p = spec;
 
+	/* ',' separates words; so do '+' and ':', because -o itself splits
+	 * on commas (-o debug=absorb+chain). */
 	while (p && *p) {
-		const char *e = strchr(p, ',');
+		const char *e = strpbrk(p, ",+:");
 		size_t n = e ? (size_t)(e - p) : strlen(p);
 		int found = 0;
 

@@ -45,8 +45,8 @@ enum nv_subsys {
 extern int nv_log_level;
 extern unsigned nv_log_debug_mask;
 
-/* Enable debug for a comma-separated list of subsystem names ("all" for
- * every one).  Returns 0, or -EINVAL naming the first unknown word in
+/* Enable debug for a list of subsystem names separated by ',', '+' or ':'
+ * ("all" for every one).  Returns 0, or -EINVAL naming the first unknown word in
  * *bad (borrowed from spec, NUL not inserted; *badlen its length). */
 int nv_log_set_debug(const char *spec, const char **bad, int *badlen)
 	__attribute__((warn_unused_result));
