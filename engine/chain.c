@@ -16,6 +16,8 @@
 #include "meta/chains.h"
 #include "meta/streams.h"
 #include "src/base/clock.h"
+#include "src/base/crc32c.h"
+#include "src/base/endian.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
 
@@ -61,6 +63,27 @@ char *chain_slot_key(char *buf, size_t cap, unsigned cls, const char *star,
 	snprintf(buf, cap, "chains/%s/%s/%016llx/%016llx", nv_class_name(cls), star,
 		 (unsigned long long)epoch, (unsigned long long)slot);
 	return buf;
+}
+
+void chain_fence_encode(uint8_t out[CHAIN_FENCE_SIZE], uint64_t epoch, uint64_t cut)
+{
+	memcpy(out, "NOVAFENC", 8);
+	nv_put_le64(out + 8, epoch);
+	nv_put_le64(out + 16, cut);
+	nv_put_le32(out + 24, nv_crc32c(0, out, 24));
+	nv_put_le32(out + 28, 0);
+}
+
+int chain_fence_decode(const void *p, size_t n, uint64_t *epoch, uint64_t *cut)
+{
+	const uint8_t *b = p;
+
+	if (n != CHAIN_FENCE_SIZE || memcmp(b, "NOVAFENC", 8) ||
+	    nv_get_le32(b + 24) != nv_crc32c(0, b, 24) || nv_get_le32(b + 28) != 0)
+		return 0;
+	*epoch = nv_get_le64(b + 8);
+	*cut = nv_get_le64(b + 16);
+	return 1;
 }
 
 /* ------------------------------------------------------------- sealing */
@@ -282,6 +305,7 @@ static int put_flight(struct chain *c, struct flight *f)
 		if (rc == -EEXIST) {
 			nv_log(NV_ERR, NV_SUB_CHAIN,
 			       "%s: slot already taken (fenced by recovery?): halting", key);
+			rc = -EIO; /* a zombie: its writers see an I/O error */
 			break;
 		}
 	}

@@ -130,6 +130,20 @@ uint64_t chain_next_slot(struct chain *c);
 uint64_t chain_epoch(const struct chain *c);
 unsigned chain_class(const struct chain *c);
 
+/*
+ * The fence object: recovery of a stopped chain puts one, create-once, in
+ * the slot right after the chain's durable prefix (the cut), so a zombie
+ * writer of that epoch can never land that slot (its create-once PUT
+ * fails with -EEXIST and the chain halts).  32 bytes:
+ *   "NOVAFENC" | u64 epoch | u64 cut | u32 crc32c of bytes 0..23 | u32 0
+ * A bundle can never look like it: a bundle's first 8 bytes are chunk
+ * data, or its trailer magic when it is empty.
+ */
+#define CHAIN_FENCE_SIZE 32u
+void chain_fence_encode(uint8_t out[CHAIN_FENCE_SIZE], uint64_t epoch, uint64_t cut);
+/* 1 when p/n is a valid fence object (and *epoch, *cut), else 0. */
+int chain_fence_decode(const void *p, size_t n, uint64_t *epoch, uint64_t *cut);
+
 /* Format a slot key into buf (cap >= 96).  Returns buf. */
 char *chain_slot_key(char *buf, size_t cap, unsigned cls, const char *star,
 		     uint64_t epoch, uint64_t slot);

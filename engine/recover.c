@@ -6,7 +6,8 @@
  *   LIVE --fence (cut recorded)--> FENCED --walk to cut, reap--> SETTLED
  *
  *   step                    function          durable effect
- *   find cut, record it     fence()           row: FENCED, cut
+ *   find cut, fence it      fence()           fence object at cut;
+ *                                             row: FENCED, cut
  *   absorb [ckpt, cut)      walk()            refs; row.checkpoint; markers
  *   delete garbage >= cut   reap()            slots deleted
  *   mark settled            settle_row()      row: SETTLED
@@ -116,25 +117,67 @@ static int read_slot(const struct recover_cfg *cfg, const char *key, uint64_t sl
 	return 0;
 }
 
-/* Step 1: find the first missing slot from the checkpoint up and record
- * it as the cut, or adopt a recorded one. */
+/* What is in a slot: -ENOENT, 0 (a bundle) or 1 (the fence object). */
+static int slot_kind(const struct recover_cfg *cfg, const char *key)
+{
+	uint8_t b[CHAIN_FENCE_SIZE];
+	uint64_t size, e, c;
+	size_t got;
+	int rc = store_head(cfg->store, key, &size);
+
+	if (rc)
+		return rc;
+	if (size != CHAIN_FENCE_SIZE)
+		return 0;
+	rc = store_get_range(cfg->store, key, 0, sizeof(b), b, &got);
+	if (rc)
+		return rc;
+	return chain_fence_decode(b, got, &e, &c);
+}
+
+/*
+ * Step 1: find the end of the gap-free prefix from the checkpoint up, put
+ * the fence object there (create-once: if a writer lands that slot first,
+ * it belongs to the prefix and we fence the next one), and record the
+ * cut (LIVE -> FENCED).  A FENCED row's cut is adopted; a fence found
+ * where the prefix ends is an earlier run's, adopted too.
+ */
 static int fence(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t *ver)
 {
 	char key[CHAIN_KEY_MAX];
-	uint64_t slot = row->checkpoint, size;
+	uint64_t slot = row->checkpoint;
 	int rc;
 
 	if (row->state != CHAIN_LIVE)
-		return 0; /* FENCED: the cut is recorded; adopt it */
+		return 0;
 	for (;;) {
+		uint8_t f[CHAIN_FENCE_SIZE];
+		struct iovec iov = { f, sizeof(f) };
+
 		chain_slot_key(key, sizeof(key), row->cls, row->star, row->epoch, slot);
-		rc = store_head(cfg->store, key, &size);
-		if (rc == -ENOENT)
-			break;
+		rc = slot_kind(cfg, key);
+		if (rc == 1)
+			break; /* an earlier run's fence: the cut */
+		if (rc == 0) {
+			slot++;
+			continue;
+		}
+		if (rc != -ENOENT)
+			return rc;
+		chain_fence_encode(f, row->epoch, slot);
+		rc = store_put(cfg->store, key, &iov, 1, STORE_CREATE_ONCE);
+		if (rc == -EEXIST)
+			continue; /* landed meanwhile: look again */
 		if (rc)
 			return rc;
-		slot++;
+		rc = NV_FP("recover.after_fence");
+		if (rc)
+			return rc;
+		break;
 	}
+	nv_log(NV_INFO, NV_SUB_RECOVER, "%s/%s epoch %llu: fenced at slot %llu",
+	       nv_class_name(row->cls), row->star, (unsigned long long)row->epoch,
+	       (unsigned long long)slot);
 	row->state = CHAIN_FENCED;
 	row->cut = slot;
 	rc = meta_chain_cas(cfg->kv, row, *ver);
@@ -198,12 +241,12 @@ static int walk(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t 
 	return rc;
 }
 
-/* Step 3: slots at or above the cut were never acknowledged. */
+/* Step 3: slots above the cut (and its fence) were never acknowledged. */
 static int reap(const struct recover_cfg *cfg, const struct meta_chain *row)
 {
 	uint32_t win = cfg->probe_window ? cfg->probe_window : 16;
 
-	for (uint64_t slot = row->cut; slot < row->cut + win; slot++) {
+	for (uint64_t slot = row->cut + 1; slot <= row->cut + win; slot++) {
 		char key[CHAIN_KEY_MAX];
 		const char *keys[1] = { key };
 		uint64_t size;

@@ -7,14 +7,16 @@
  * it (the star crashed, or this is the star's own previous epoch).  The
  * walk is fixed and idempotent:
  *
- *   1. fence: record the cut (the first slot missing from the store when
+ *   1. fence: find the cut (the first slot missing from the store when
  *      walking up from the checkpoint; every slot below it is durable and
- *      gap-free) in the chain row (LIVE -> FENCED, one CAS), or adopt the
- *      cut an earlier walk recorded;
+ *      gap-free), poison it with a create-once fence object so a zombie
+ *      writer can never land it (chain.h), and record the cut in the
+ *      chain row (LIVE -> FENCED, one CAS); or adopt the cut an earlier
+ *      walk recorded;
  *   2. walk the footers of slots [checkpoint, cut) and feed them, a batch
  *      at a time, through absorb_commit_batch(): the same code the live
  *      absorb runs, so the two paths cannot diverge;
- *   3. reap garbage: slots in [cut, cut + probe window) that exist were
+ *   3. reap garbage: slots in (cut, cut + probe window] that exist were
  *      PUT out of order and never acknowledged (a lower slot was
  *      missing); they are deleted;
  *   4. mark the chain SETTLED (one CAS).

@@ -28,6 +28,7 @@ const char *const nv_fp_names[] = {
 	"absorb.after_refs",     /* refs are down, checkpoint not advanced */
 	"absorb.after_checkpoint", /* checkpoint + marker committed, tokens held */
 	"recover.before_walk",   /* a stopped chain is about to be walked */
+	"recover.after_fence",   /* the fence object is down, the cut not recorded */
 	"recover.after_slot",    /* one slot of a stopped chain was absorbed */
 	"recover.before_settled", /* the walk is done, chain not yet marked */
 	"store.put",             /* any object PUT, before the backend */
