@@ -402,6 +402,14 @@ static void *absorb_main(void *arg)
 				       "(fenced?): absorb stopped",
 				       nv_class_name(a->row.cls), a->row.star,
 				       (unsigned long long)a->row.epoch);
+				if (a->cfg.failed) {
+					unsigned cls = a->row.cls;
+					uint64_t epoch = a->row.epoch;
+
+					pthread_mutex_unlock(&a->lock);
+					a->cfg.failed(a->cfg.failed_arg, cls, epoch, rc);
+					pthread_mutex_lock(&a->lock);
+				}
 			} else {
 				uint64_t ms = failures < 10 ? 10u << failures : 5000;
 				struct timespec ts;

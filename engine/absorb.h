@@ -93,6 +93,10 @@ struct absorb_cfg {
 	uint64_t row_ver;
 	struct absorb_policy policy;
 	uint32_t max_batch_slots; /* >= 1 */
+	/* Called once, no locks held, when the chain row was taken from the
+	 * absorb (-ECANCELED: fenced); may be NULL. */
+	void (*failed)(void *arg, unsigned cls, uint64_t epoch, int err);
+	void *failed_arg;
 };
 
 /* Start the absorb thread.  0 and *out, -ENOMEM, -EAGAIN. */

@@ -420,7 +420,7 @@ static void halt_locked(struct chain *c, uint64_t slot, int err)
 		if (!c->halted)
 			nv_log(NV_ERR, NV_SUB_CHAIN,
 			       "%s epoch %llu halted at slot %llu: %s; appends of this class "
-			       "fail until the mount restarts", nv_class_name(c->cfg.cls),
+			       "fail until a new epoch starts", nv_class_name(c->cfg.cls),
 			       (unsigned long long)c->cfg.epoch, (unsigned long long)slot,
 			       strerror(-err));
 		c->halted = err;
@@ -468,8 +468,16 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&c->lock);
 		c->inflight--;
 		f->state = FLIGHT_DURABLE;
-		if (rc)
+		if (rc) {
+			bool first = !c->halted;
+
 			halt_locked(c, f->slot, rc);
+			if (first && c->cfg.halted) {
+				pthread_mutex_unlock(&c->lock);
+				c->cfg.halted(c->cfg.halted_arg, c->cfg.cls, c->cfg.epoch, rc);
+				pthread_mutex_lock(&c->lock);
+			}
+		}
 		release_ready_locked(c);
 		maybe_seal_locked(c, nv_now_mono_ns());
 	}

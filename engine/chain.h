@@ -84,6 +84,9 @@ struct chain_cfg {
 	 * the flight's completions; may be NULL. */
 	void (*acked)(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
 	void *acked_arg;
+	/* Called once, no locks held, when the chain halts; may be NULL. */
+	void (*halted)(void *arg, unsigned cls, uint64_t epoch, int err);
+	void *halted_arg;
 };
 
 /* Start a chain (its sealer and put_window put workers).  0 and *out, or

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "engine/star.h"
 #include "engine/absorb.h"
+#include "engine/auditor.h"
 #include "engine/backlog.h"
 #include "engine/chain.h"
 #include "engine/recover.h"
@@ -22,6 +23,7 @@
 #include "src/base/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +44,15 @@ struct star {
 	struct backlog *backlog;
 	struct tailcache *tc;
 	struct read_engine *re;
+	struct auditor *auditor;
+	struct recover_cfg recover;
+	/* Per class: the chain and absorb in service.  class_lock[c] is
+	 * held shared by every append while it uses chains[c], and
+	 * exclusively by restart_class() while it swaps them. */
+	pthread_rwlock_t class_lock[NV_CLASS_COUNT];
 	struct chain *chains[NV_CLASS_COUNT];
 	struct absorb *absorbs[NV_CLASS_COUNT];
-	uint64_t epochs[NV_CLASS_COUNT];
+	_Atomic uint64_t epochs[NV_CLASS_COUNT];
 };
 
 void star_cfg_defaults(struct star_cfg *c)
@@ -183,36 +191,20 @@ static int load_star_id(struct star *st)
 	return rc;
 }
 
-struct settle_scan {
-	struct star *st;
-	struct recover_cfg rc;
-	int err;
-	unsigned settled;
-};
-
-/* Invariant 2: settle every unsettled epoch this star left behind. */
-static int settle_own(void *arg, const struct meta_chain *c, uint64_t ver)
-{
-	struct settle_scan *s = arg;
-	int rc;
-
-	if (strcmp(c->star, s->st->id) || c->state == CHAIN_SETTLED)
-		return 0;
-	rc = recover_chain(&s->rc, c->cls, c->star, c->epoch);
-	if (rc) {
-		s->err = rc;
-		return 1;
-	}
-	s->settled++;
-	return 0;
-}
-
 static void on_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte)
 {
 	struct star *st = arg;
 
 	if (st->cfg.acked)
 		st->cfg.acked(st->cfg.acked_arg, s, old_byte, new_byte);
+}
+
+static void on_halted(void *arg, unsigned cls, uint64_t epoch, int err)
+{
+	struct star *st = arg;
+
+	if (st->auditor)
+		auditor_report_halt(st->auditor, cls, epoch);
 }
 
 static int start_class(struct star *st, unsigned cls)
@@ -237,6 +229,8 @@ static int start_class(struct star *st, unsigned cls)
 	ac.row_ver = ver;
 	ac.policy.age_cap_ns = st->cfg.age_cap_ns[cls];
 	ac.max_batch_slots = st->cfg.absorb_batch_slots;
+	ac.failed = on_halted;
+	ac.failed_arg = st;
 	rc = absorb_new(&ac, &st->absorbs[cls]);
 	if (rc)
 		return rc;
@@ -258,6 +252,8 @@ static int start_class(struct star *st, unsigned cls)
 	cc.release_arg = st->absorbs[cls];
 	cc.acked = on_acked;
 	cc.acked_arg = st;
+	cc.halted = on_halted;
+	cc.halted_arg = st;
 	rc = chain_new(&cc, &st->chains[cls]);
 	if (rc)
 		return rc;
@@ -266,15 +262,102 @@ static int start_class(struct star *st, unsigned cls)
 	return 0;
 }
 
+struct reset_arg {
+	struct star *st;
+	unsigned cls;
+	int err;
+};
+
+/* After a class's epoch was settled: positions come from the refs. */
+static void reset_stream(void *arg, struct nv_stream *s)
+{
+	struct reset_arg *r = arg;
+	struct meta_ref ref;
+	uint64_t end_seq = 0, end_byte = 0;
+	int rc;
+
+	if (s->cls != r->cls)
+		return;
+	meta_ref_init(&ref);
+	rc = meta_ref_last(r->st->kv, s->id, &ref);
+	if (rc == 0) {
+		end_seq = ref.end_seq;
+		end_byte = ref.end_byte;
+	} else if (rc != -ENOENT) {
+		r->err = rc;
+	}
+	meta_ref_clear(&ref);
+	if (rc && rc != -ENOENT)
+		return;
+	/* No chain of this class exists now: its admission fields are ours. */
+	s->next_seq = end_seq;
+	s->next_byte = end_byte;
+	s->open_flight_gen = UINT64_MAX;
+	pthread_mutex_lock(&s->lock);
+	atomic_store(&s->acked_seq, end_seq);
+	atomic_store(&s->acked_byte, end_byte);
+	atomic_store(&s->frontier_seq, end_seq);
+	atomic_store(&s->frontier_byte, end_byte);
+	stream_pend_pop_below(s, end_seq);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * The auditor's callback for a halted class: quiesce the chain and its
+ * absorb, settle the epoch (fence at the cut, walk, reap), reload the
+ * positions of the class's streams from their refs, and start a new
+ * epoch.  Returns the new epoch, or 0 (the auditor retries; appends of
+ * the class fail with EIO meanwhile).
+ */
+static uint64_t restart_class(void *arg, unsigned cls, uint64_t epoch)
+{
+	struct star *st = arg;
+	struct reset_arg ra = { st, cls, 0 };
+	int rc;
+
+	nv_log(NV_WARN, NV_SUB_MAIN, "%s epoch %llu halted: settling it and starting a new epoch",
+	       nv_class_name(cls), (unsigned long long)epoch);
+	pthread_rwlock_wrlock(&st->class_lock[cls]);
+	if (st->chains[cls]) {
+		chain_stop(st->chains[cls]);
+		(void)absorb_drain(st->absorbs[cls]);
+		absorb_free(st->absorbs[cls]);
+		chain_free(st->chains[cls]);
+		st->chains[cls] = NULL;
+		st->absorbs[cls] = NULL;
+	}
+	rc = recover_chain(&st->recover, cls, st->id, epoch);
+	if (!rc) {
+		stream_table_each(st->streams, reset_stream, &ra);
+		rc = ra.err;
+	}
+	if (!rc)
+		rc = start_class(st, cls);
+	pthread_rwlock_unlock(&st->class_lock[cls]);
+	if (rc) {
+		nv_log(NV_ERR, NV_SUB_MAIN, "%s: restart after the halt of epoch %llu failed: %s; "
+		       "retrying", nv_class_name(cls), (unsigned long long)epoch, strerror(-rc));
+		return 0;
+	}
+	return st->epochs[cls];
+}
+
 int star_open(const struct star_cfg *cfg, struct star **out)
 {
 	struct star *st = calloc(1, sizeof(*st));
+	pthread_rwlockattr_t ra;
 	char path[4096];
 	int rc;
 
 	if (!st)
 		return -ENOMEM;
 	st->cfg = *cfg;
+	/* Writer preference: a restart must not starve behind appends. */
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
+		pthread_rwlock_init(&st->class_lock[cls], &ra);
+	pthread_rwlockattr_destroy(&ra);
 	st->lock_fd = -1;
 	st->data_dir = strdup(cfg->data_dir);
 	if (!st->data_dir) {
@@ -324,29 +407,12 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 		goto fail;
 	}
 
-	/* Invariant 2: settle what the previous incarnations left. */
-	{
-		struct settle_scan sc = { .st = st };
-
-		sc.rc.store = st->store;
-		sc.rc.kv = st->kv;
-		sc.rc.stats = &st->stats;
-		sc.rc.policy.age_cap_ns = cfg->age_cap_ns[NV_CLASS_STANDARD];
-		sc.rc.batch_slots = cfg->absorb_batch_slots;
-		sc.rc.probe_window = cfg->put_window * 4 + 16;
-		rc = meta_chain_list(st->kv, settle_own, &sc);
-		if (!rc)
-			rc = sc.err;
-		if (rc) {
-			nv_log(NV_ERR, NV_SUB_MAIN,
-			       "could not settle an earlier epoch of star %s: %s; refusing to "
-			       "serve (see the recover lines above)", st->id, strerror(-rc));
-			goto fail;
-		}
-		if (sc.settled)
-			nv_log(NV_INFO, NV_SUB_MAIN, "settled %u epoch(s) left by a crash",
-			       sc.settled);
-	}
+	st->recover.store = st->store;
+	st->recover.kv = st->kv;
+	st->recover.stats = &st->stats;
+	st->recover.policy.age_cap_ns = cfg->age_cap_ns[NV_CLASS_STANDARD];
+	st->recover.batch_slots = cfg->absorb_batch_slots;
+	st->recover.probe_window = cfg->put_window * 4 + 16;
 
 	st->streams = stream_table_new();
 	st->backlog = backlog_new(cfg->backlog_bytes, &st->stats);
@@ -371,6 +437,22 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 		if (rc)
 			goto fail;
 	}
+	/* Invariant 2: the auditor settles what earlier incarnations left
+	 * (they are below the new mint heads now) and then opens the gate;
+	 * stream loads wait for it. */
+	{
+		struct auditor_cfg ac = { 0 };
+
+		ac.star = st->id;
+		for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
+			ac.live_epochs[cls] = st->epochs[cls];
+		ac.recover = st->recover;
+		ac.halted = restart_class;
+		ac.arg = st;
+		rc = auditor_new(&ac, &st->auditor);
+		if (rc)
+			goto fail;
+	}
 	*out = st;
 	return 0;
 fail:
@@ -386,6 +468,9 @@ int star_close(struct star *st)
 
 	if (!st)
 		return 0;
+	/* The auditor first: no restart may race the close. */
+	auditor_free(st->auditor);
+	st->auditor = NULL;
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
 		struct meta_chain row;
 		uint64_t ver, next;
@@ -433,6 +518,8 @@ int star_close(struct star *st)
 	store_close(st->store);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
+		pthread_rwlock_destroy(&st->class_lock[cls]);
 	free(st->data_dir);
 	free(st);
 	return first;
@@ -572,12 +659,32 @@ int star_stream_create(struct star *st, const char *bucket, const char *name,
 	return load_stream(st, &ms, out);
 }
 
+int star_gate_wait(struct star *st, struct star_waiter *w)
+{
+	if (!st->auditor || auditor_gate_is_open(st->auditor))
+		return 0;
+	return auditor_gate_wait(st->auditor, w ? &w->aw : NULL);
+}
+
+bool star_gate_is_open(struct star *st)
+{
+	return !st->auditor || auditor_gate_is_open(st->auditor);
+}
+
+void star_gate_cancel(struct star *st, struct star_waiter *w)
+{
+	if (st->auditor)
+		auditor_gate_cancel(st->auditor, &w->aw);
+}
+
 int star_stream_lookup(struct star *st, const char *bucket, const char *name,
 		       struct nv_stream **out)
 {
 	struct meta_stream ms;
-	int rc = meta_stream_lookup(st->kv, bucket, name, &ms);
+	int rc = star_gate_wait(st, NULL);
 
+	if (!rc)
+		rc = meta_stream_lookup(st->kv, bucket, name, &ms);
 	return rc ? rc : load_stream(st, &ms, out);
 }
 
@@ -591,7 +698,9 @@ int star_stream_by_id(struct star *st, uint64_t id, struct nv_stream **out)
 		*out = s;
 		return 0;
 	}
-	rc = meta_stream_get(st->kv, id, &ms, NULL);
+	rc = star_gate_wait(st, NULL);
+	if (!rc)
+		rc = meta_stream_get(st->kv, id, &ms, NULL);
 	if (!rc && ms.deleted_ns)
 		rc = -ENOENT;
 	return rc ? rc : load_stream(st, &ms, out);
@@ -633,7 +742,12 @@ int star_stream_set_class(struct star *st, struct nv_stream *s, unsigned cls)
 		return 0;
 	/* Hold admission on the stream's chain so no record slips in
 	 * between the emptiness check and the switch (invariant 3). */
+	pthread_rwlock_rdlock(&st->class_lock[old]);
 	c = st->chains[old];
+	if (!c) {
+		pthread_rwlock_unlock(&st->class_lock[old]);
+		return -EIO; /* the class is restarting */
+	}
 	chain_admission_lock(c);
 	if (s->next_seq != 0) {
 		rc = -ENOTEMPTY;
@@ -646,6 +760,7 @@ int star_stream_set_class(struct star *st, struct nv_stream *s, unsigned cls)
 		}
 	}
 	chain_admission_unlock(c);
+	pthread_rwlock_unlock(&st->class_lock[old]);
 	return rc;
 }
 
@@ -662,7 +777,10 @@ int star_append(struct star *st, struct nv_stream *s, const void *body, size_t l
 		pthread_mutex_lock(&s->lock);
 		cls = s->cls;
 		pthread_mutex_unlock(&s->lock);
-		rc = chain_append(st->chains[cls], s, body, len, cb, arg, seq);
+		pthread_rwlock_rdlock(&st->class_lock[cls]);
+		rc = st->chains[cls] ? chain_append(st->chains[cls], s, body, len, cb, arg, seq)
+				     : -EIO; /* halted, restart pending */
+		pthread_rwlock_unlock(&st->class_lock[cls]);
 	}
 	return rc;
 }

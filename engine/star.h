@@ -10,10 +10,12 @@
  *
  * Lifecycle:
  *
- *   star_open:  lock DATA_DIR, open store + metastore, settle every
- *               unsettled chain this star left behind (recover.h), mint
- *               a new epoch per class, start a chain + absorb per class
- *   (serving)
+ *   star_open:  lock DATA_DIR, open store + metastore, mint a new epoch
+ *               per class, start a chain + absorb per class, start the
+ *               auditor, which settles every epoch left unsettled
+ *               (recover.h) and then opens the gate for stream loads
+ *   (serving)   a chain that halts is quiesced, its epoch settled and a
+ *               new epoch started for its class (restart_class())
  *   star_close: refuse new appends, flush and drain every chain (every
  *               admitted append acked), drain every absorb (everything
  *               absorbed), mark the epochs SETTLED (clean), close.
@@ -32,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/auditor.h"
 #include "engine/flight.h"
 #include "engine/read.h"
 #include "engine/stats.h"
@@ -112,6 +115,18 @@ int star_bucket_list(struct star *st, const char *after, meta_bucket_fn fn, void
 	__attribute__((warn_unused_result));
 int star_bucket_set_class(struct star *st, const char *name, unsigned cls)
 	__attribute__((warn_unused_result));
+
+/* ------------------------------------------------------------ the gate */
+
+/* Stream loads wait until every earlier epoch is settled (invariant 2).
+ * A waiter can be cancelled from another thread (a FUSE interrupt):
+ * star_gate_wait() then returns -EINTR.  w may be NULL (not cancellable). */
+struct star_waiter {
+	struct auditor_waiter aw;
+};
+int star_gate_wait(struct star *st, struct star_waiter *w) __attribute__((warn_unused_result));
+bool star_gate_is_open(struct star *st);
+void star_gate_cancel(struct star *st, struct star_waiter *w);
 
 /* ------------------------------------------------------------ streams */
 

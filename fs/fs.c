@@ -302,6 +302,34 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 
 /* ------------------------------------------------------------ lookups */
 
+struct gate_ctx {
+	struct nova_fs *fs;
+	struct star_waiter w;
+};
+
+static void gate_interrupted(fuse_req_t req, void *data)
+{
+	struct gate_ctx *g = data;
+
+	star_gate_cancel(g->fs->star, &g->w);
+}
+
+/* Park a request until the star serves streams (engine/star.h, the gate):
+ * after a crash, until every earlier epoch is settled.  A FUSE interrupt
+ * (Ctrl-C) ends the wait with EINTR; the settling goes on. */
+static int gate(fuse_req_t req, struct nova_fs *fs)
+{
+	struct gate_ctx g = { .fs = fs };
+	int rc;
+
+	if (star_gate_is_open(fs->star))
+		return 0;
+	fuse_req_interrupt_func(req, gate_interrupted, &g);
+	rc = star_gate_wait(fs->star, &g.w);
+	fuse_req_interrupt_func(req, NULL, NULL);
+	return rc;
+}
+
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct nova_fs *fs = fs_of(req);
@@ -330,7 +358,9 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if (p->kind == FS_NODE_BUCKET) {
 		struct nv_stream *s;
 
-		rc = star_stream_lookup(fs->star, p->bucket, name, &s);
+		rc = gate(req, fs);
+		if (!rc)
+			rc = star_stream_lookup(fs->star, p->bucket, name, &s);
 		if (rc) {
 			fuse_reply_err(req, nova_fs_errno(rc));
 			return;

@@ -18,6 +18,7 @@
  *   ("mint", class, star)                    epoch mint head  chains.c
  *   ("chn", class, star, epoch)              chain row        chains.c
  *   ("mrk", class, star, epoch, first_slot)  batch marker     markers.c
+ *   ("star", star)                           star registry    stars.c
  *
  * Invariants:
  *  1. No two spaces share a tag, and a tag is never a prefix of another

@@ -44,6 +44,7 @@ struct fp {
 	enum fp_action action;
 	long arg;
 	unsigned long after; /* act from this hit on (1-based) */
+	unsigned long until; /* ... up to this hit (0: for ever) */
 	unsigned long hits;
 };
 
@@ -88,7 +89,9 @@ static int arm_one(const char *s, size_t n)
 
 		*at = 0;
 		f.after = strtoul(at + 1, &end, 10);
-		if (*end || f.after == 0)
+		if (*end == '-')
+			f.until = strtoul(end + 1, &end, 10);
+		if (*end || f.after == 0 || (f.until && f.until < f.after))
 			return -EINVAL;
 	}
 	colon = strchr(act, ':');
@@ -170,7 +173,9 @@ int nv_fp_hit(const char *name)
 	for (int i = 0; i < narmed; i++) {
 		if (strcmp(armed[i].name, name))
 			continue;
-		if (++armed[i].hits >= armed[i].after) {
+		++armed[i].hits;
+		if (armed[i].hits >= armed[i].after &&
+		    (!armed[i].until || armed[i].hits <= armed[i].until)) {
 			fire = 1;
 			act = armed[i].action;
 			arg = armed[i].arg;

@@ -13,7 +13,8 @@
  *   ACTION  crash       _exit(77) at once, no cleanup (a SIGKILL stand-in)
  *           error       the point returns -EIO (ARG: another errno number)
  *           delay:MS    sleep MS milliseconds, then continue
- *   @N      act on the N-th hit only and on every hit after it (default 1)
+ *   @N      act on the N-th hit and on every hit after it (default 1)
+ *   @N-M    act on hits N to M only (a passing fault)
  *
  * Invariants:
  *  1. An unarmed point never changes behaviour.

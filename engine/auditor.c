@@ -1,0 +1,345 @@
+/*
+ * auditor.c - see auditor.h.
+ *
+ * One thread.  a->lock guards the gate, the halt requests, the live
+ * epochs and the stop flag; no I/O happens under it.
+ */
+#include "config.h"
+#include "engine/auditor.h"
+#include "meta/chains.h"
+#include "meta/stars.h"
+#include "src/base/clock.h"
+#include "src/base/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct auditor {
+	struct auditor_cfg cfg;
+	char star[META_STAR_MAX + 1];
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;      /* the thread: nudge, halt, stop */
+	pthread_cond_t gate_cond; /* waiters: gate opened or cancelled */
+	bool gate_open;           /* lock */
+	bool stop;                /* lock */
+	bool nudged;              /* lock */
+	uint64_t halted[NV_CLASS_COUNT]; /* lock: halted epoch per class, 0 none */
+	uint64_t live[NV_CLASS_COUNT];   /* lock */
+	struct meta_star reg;     /* the thread's */
+};
+
+/* ------------------------------------------------------------ the gate */
+
+bool auditor_gate_is_open(struct auditor *a)
+{
+	bool o;
+
+	pthread_mutex_lock(&a->lock);
+	o = a->gate_open;
+	pthread_mutex_unlock(&a->lock);
+	return o;
+}
+
+int auditor_gate_wait(struct auditor *a, struct auditor_waiter *w)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&a->lock);
+	while (!a->gate_open && !(w && w->cancelled) && !a->stop)
+		pthread_cond_wait(&a->gate_cond, &a->lock);
+	if (!a->gate_open)
+		rc = a->stop ? -ESHUTDOWN : -EINTR;
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+void auditor_gate_cancel(struct auditor *a, struct auditor_waiter *w)
+{
+	pthread_mutex_lock(&a->lock);
+	w->cancelled = true;
+	pthread_cond_broadcast(&a->gate_cond);
+	pthread_mutex_unlock(&a->lock);
+}
+
+void auditor_report_halt(struct auditor *a, unsigned cls, uint64_t epoch)
+{
+	if (cls >= NV_CLASS_COUNT)
+		return;
+	pthread_mutex_lock(&a->lock);
+	if (a->live[cls] == epoch)
+		a->halted[cls] = epoch;
+	a->nudged = true;
+	pthread_cond_signal(&a->wake);
+	pthread_mutex_unlock(&a->lock);
+}
+
+void auditor_nudge(struct auditor *a)
+{
+	pthread_mutex_lock(&a->lock);
+	a->nudged = true;
+	pthread_cond_signal(&a->wake);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* ------------------------------------------------------------ duties */
+
+static void heartbeat(struct auditor *a)
+{
+	int rc;
+
+	a->reg.heartbeat_ns = nv_now_wall_ns();
+	rc = meta_star_put(a->cfg.recover.kv, &a->reg);
+	if (rc)
+		nv_log(NV_WARN, NV_SUB_RECOVER, "star %s: registry heartbeat failed: %s", a->star,
+		       strerror(-rc));
+}
+
+struct scan {
+	struct auditor *a;
+	struct meta_chain *due; /* chains to settle */
+	size_t n, cap;
+	int err;
+};
+
+/* Is this unsettled chain ours to settle now? (auditor.h invariant 2) */
+static bool settle_due(struct auditor *a, const struct meta_chain *c)
+{
+	uint64_t head = 0, now = nv_now_wall_ns();
+	struct meta_star reg;
+	bool live_head;
+
+	if (c->state == CHAIN_SETTLED)
+		return false;
+	if (!strcmp(c->star, a->star)) {
+		/* Our live heads are not due; a halted head is handed to the
+		 * star (handle_halts()), which quiesces it first. */
+		pthread_mutex_lock(&a->lock);
+		live_head = a->live[c->cls] == c->epoch || a->halted[c->cls] == c->epoch;
+		pthread_mutex_unlock(&a->lock);
+		return !live_head;
+	}
+	if (meta_mint_head(a->cfg.recover.kv, c->cls, c->star, &head) == 0 && c->epoch < head)
+		return true; /* below the mint head: terminally halted */
+	if (meta_star_get(a->cfg.recover.kv, c->star, &reg))
+		return true; /* no registry row: not a running star */
+	if (reg.state == STAR_CLOSED)
+		return true;
+	return now > reg.heartbeat_ns && now - reg.heartbeat_ns > a->cfg.lease_ns;
+}
+
+static int collect(void *arg, const struct meta_chain *c, uint64_t ver)
+{
+	struct scan *s = arg;
+
+	if (c->state == CHAIN_SETTLED)
+		return 0;
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 8;
+		struct meta_chain *p = realloc(s->due, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->due = p;
+		s->cap = ncap;
+	}
+	s->due[s->n++] = *c;
+	return 0;
+}
+
+/* Settle every due chain.  Returns the number still unsettled (due but
+ * failed, or not ours to settle), or -errno when the scan failed. */
+static int settle_due_chains(struct auditor *a, int *failed)
+{
+	struct scan s = { .a = a };
+	int rc, pending = 0;
+
+	*failed = 0;
+	rc = meta_chain_list(a->cfg.recover.kv, collect, &s);
+	if (rc) {
+		free(s.due);
+		return rc;
+	}
+	for (size_t i = 0; i < s.n; i++) {
+		const struct meta_chain *c = &s.due[i];
+
+		if (!settle_due(a, c)) {
+			pending++;
+			continue;
+		}
+		rc = recover_chain(&a->cfg.recover, c->cls, c->star, c->epoch);
+		if (rc) {
+			(*failed)++;
+			pending++;
+		}
+	}
+	free(s.due);
+	return pending;
+}
+
+/* Other stars' live heads and our live heads may stay unsettled; the
+ * gate needs everything else settled (invariant 1). */
+static bool predecessors_settled(struct auditor *a)
+{
+	struct scan s = { .a = a };
+	bool ok = true;
+
+	if (meta_chain_list(a->cfg.recover.kv, collect, &s)) {
+		free(s.due);
+		return false;
+	}
+	for (size_t i = 0; i < s.n && ok; i++)
+		ok = !settle_due(a, &s.due[i]) && strcmp(s.due[i].star, a->star) == 0;
+	/* Another star's unsettled head that is alive also blocks: its
+	 * streams may continue here later.  A single data directory never
+	 * has one (the flock), so this only matters with shared metastores. */
+	free(s.due);
+	return ok;
+}
+
+/* Give each halted class back to the star (which quiesces the chain,
+ * settles its epoch and starts a new one).  Returns how many failed. */
+static int handle_halts(struct auditor *a)
+{
+	int failed = 0;
+
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
+		uint64_t epoch, e;
+
+		pthread_mutex_lock(&a->lock);
+		epoch = a->halted[cls];
+		pthread_mutex_unlock(&a->lock);
+		if (!epoch || !a->cfg.halted)
+			continue;
+		e = a->cfg.halted(a->cfg.arg, cls, epoch);
+		pthread_mutex_lock(&a->lock);
+		if (e) {
+			a->halted[cls] = 0;
+			a->live[cls] = e;
+		}
+		pthread_mutex_unlock(&a->lock);
+		if (!e)
+			failed++;
+	}
+	return failed;
+}
+
+static void *auditor_main(void *arg)
+{
+	struct auditor *a = arg;
+	uint64_t backoff = NV_NS_PER_S, last_beat = 0;
+
+	heartbeat(a);
+	last_beat = nv_now_mono_ns();
+	pthread_mutex_lock(&a->lock);
+	while (!a->stop) {
+		int failed = 0, hfail, pending;
+		uint64_t wait = a->cfg.janitor_ns;
+		struct timespec ts;
+
+		a->nudged = false;
+		pthread_mutex_unlock(&a->lock);
+		hfail = handle_halts(a);
+		pending = settle_due_chains(a, &failed);
+		failed += hfail;
+		if (pending < 0)
+			nv_log(NV_WARN, NV_SUB_RECOVER, "settle duty: scanning chains failed: %s",
+			       strerror(-pending));
+		if (nv_now_mono_ns() - last_beat >= a->cfg.heartbeat_ns) {
+			heartbeat(a);
+			last_beat = nv_now_mono_ns();
+		}
+		if (!auditor_gate_is_open(a) && pending >= 0 && failed == 0 &&
+		    predecessors_settled(a)) {
+			pthread_mutex_lock(&a->lock);
+			a->gate_open = true;
+			pthread_cond_broadcast(&a->gate_cond);
+			pthread_mutex_unlock(&a->lock);
+			nv_log(NV_INFO, NV_SUB_RECOVER, "star %s: every earlier epoch is settled; "
+			       "serving streams", a->star);
+		}
+		if (failed || pending < 0) {
+			wait = backoff;
+			backoff = backoff * 2 > 30 * NV_NS_PER_S ? 30 * NV_NS_PER_S : backoff * 2;
+		} else {
+			backoff = NV_NS_PER_S;
+		}
+		if (wait > a->cfg.heartbeat_ns)
+			wait = a->cfg.heartbeat_ns;
+
+		pthread_mutex_lock(&a->lock);
+		ts = nv_mono_deadline(wait);
+		while (!a->stop && !a->nudged &&
+		       pthread_cond_timedwait(&a->wake, &a->lock, &ts) != ETIMEDOUT)
+			;
+	}
+	pthread_cond_broadcast(&a->gate_cond);
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
+{
+	struct auditor *a = calloc(1, sizeof(*a));
+	pthread_condattr_t ca;
+	char host[65] = "";
+	int rc;
+
+	if (!a)
+		return -ENOMEM;
+	a->cfg = *cfg;
+	snprintf(a->star, sizeof(a->star), "%s", cfg->star);
+	a->cfg.star = a->star;
+	memcpy(a->live, cfg->live_epochs, sizeof(a->live));
+	if (!a->cfg.heartbeat_ns)
+		a->cfg.heartbeat_ns = 5 * NV_NS_PER_S;
+	if (!a->cfg.lease_ns)
+		a->cfg.lease_ns = 30 * NV_NS_PER_S;
+	if (!a->cfg.janitor_ns)
+		a->cfg.janitor_ns = 10 * NV_NS_PER_S;
+	gethostname(host, sizeof(host) - 1);
+	snprintf(a->reg.id, sizeof(a->reg.id), "%s", a->star);
+	snprintf(a->reg.host, sizeof(a->reg.host), "%s", host);
+	a->reg.pid = (uint32_t)getpid();
+	a->reg.started_ns = nv_now_wall_ns();
+	a->reg.state = STAR_RUNNING;
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&a->gate_cond, NULL);
+	rc = -pthread_create(&a->thread, NULL, auditor_main, a);
+	if (rc) {
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+void auditor_free(struct auditor *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->stop = true;
+	pthread_cond_broadcast(&a->wake);
+	pthread_cond_broadcast(&a->gate_cond);
+	pthread_mutex_unlock(&a->lock);
+	pthread_join(a->thread, NULL);
+	a->reg.state = STAR_CLOSED;
+	a->reg.heartbeat_ns = nv_now_wall_ns();
+	if (meta_star_put(a->cfg.recover.kv, &a->reg))
+		nv_log(NV_WARN, NV_SUB_RECOVER, "star %s: could not mark the registry closed",
+		       a->star);
+	pthread_cond_destroy(&a->wake);
+	pthread_cond_destroy(&a->gate_cond);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}

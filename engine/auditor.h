@@ -1,0 +1,73 @@
+/*
+ * auditor.h - the star's background duties.
+ *
+ * For (so far): the settle duty of settlement.txt "Settling a stopped
+ * chain": at start-up it settles every epoch its predecessors left
+ * unsettled and then opens the star's gate (no stream is served before);
+ * afterwards a janitor settles epochs nothing demands (a halted epoch of
+ * this star, any epoch below its class's mint head, the epochs of a star
+ * whose registry heartbeat has lapsed); and it keeps this star's
+ * registry heartbeat.  Halted chains of this star are handed back to the
+ * star (the `halted` callback) on the auditor thread, after their epoch
+ * is settled.  Settlement's era scheduling and trim-check join here.
+ *
+ * State of the gate:
+ *
+ *   CLOSED --first scan settled every predecessor--> OPEN
+ *
+ * Invariants:
+ *  1. The gate opens only when no epoch other than this star's live heads
+ *     is LIVE or FENCED in the metastore.
+ *  2. A live star's head epoch is never settled by the janitor.
+ *  3. One settle at a time per auditor; a settle failure is retried with
+ *     backoff and logged, never skipped.
+ */
+#ifndef NOVAFS_ENGINE_AUDITOR_H
+#define NOVAFS_ENGINE_AUDITOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/recover.h"
+#include "meta/streams.h"
+
+struct auditor;
+
+struct auditor_cfg {
+	const char *star;             /* copied */
+	uint64_t live_epochs[NV_CLASS_COUNT];
+	struct recover_cfg recover;   /* store, kv, stats, policy, windows */
+	uint64_t heartbeat_ns;        /* registry heartbeat period */
+	uint64_t lease_ns;            /* a heartbeat older than this: star gone */
+	uint64_t janitor_ns;          /* janitor scan period */
+	/* A halted chain of this star was settled; restart the class.  On
+	 * the auditor thread.  Returns the new live epoch, or 0 on failure
+	 * (retried later). */
+	uint64_t (*halted)(void *arg, unsigned cls, uint64_t epoch);
+	void *arg;
+};
+
+/* Start the auditor thread.  0 and *out, -ENOMEM, -EAGAIN. */
+int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
+	__attribute__((warn_unused_result));
+
+/* Stop the thread and free; the star marks its registry row closed. */
+void auditor_free(struct auditor *a);
+
+/* A chain of this star halted (any thread; idempotent). */
+void auditor_report_halt(struct auditor *a, unsigned cls, uint64_t epoch);
+
+/* Wake the janitor now. */
+void auditor_nudge(struct auditor *a);
+
+/* The gate.  A waiter is cancelled from another thread (a FUSE
+ * interrupt); the wait then returns -EINTR.  0 once open. */
+struct auditor_waiter {
+	bool cancelled;
+};
+bool auditor_gate_is_open(struct auditor *a);
+int auditor_gate_wait(struct auditor *a, struct auditor_waiter *w)
+	__attribute__((warn_unused_result));
+void auditor_gate_cancel(struct auditor *a, struct auditor_waiter *w);
+
+#endif
