@@ -358,13 +358,6 @@ int main(int argc, char **argv)
 	scfg.age_cap_ns[NV_CLASS_EXPRESS] = (uint64_t)o.age_cap_express_s * NV_NS_PER_S;
 	scfg.acked = nova_fs_acked;
 	scfg.acked_arg = fs;
-	rc = star_open(&scfg, &st);
-	if (rc) {
-		fprintf(stderr, "novafs: cannot start on %s: %s\n", dd, strerror(-rc));
-		goto out_parent;
-	}
-	nova_fs_set_star(fs, st);
-
 	{
 		/* max_read must also be a mount option (libfuse docs). */
 		char mr[64];
@@ -374,9 +367,18 @@ int main(int argc, char **argv)
 		fuse_opt_add_arg(&args, "-osubtype=novafs");
 		fuse_opt_add_arg(&args, "-ofsname=novafs");
 	}
+	/* The session first: it rejects bad FUSE options before the engine
+	 * mints an epoch for nothing. */
 	se = fuse_session_new(&args, nova_fs_ops(), sizeof(*nova_fs_ops()), fs);
 	if (!se)
-		goto out_star;
+		goto out_parent;
+	rc = star_open(&scfg, &st);
+	if (rc) {
+		fprintf(stderr, "novafs: cannot start on %s: %s\n", dd, strerror(-rc));
+		fuse_session_destroy(se);
+		goto out_parent;
+	}
+	nova_fs_set_star(fs, st);
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, fopts.mountpoint) != 0) {
@@ -436,9 +438,6 @@ out_session:
 		ret = 1;
 	nova_fs_set_session(fs, NULL);
 	fuse_session_destroy(se);
-out_star:
-	if (st)
-		(void)star_close(st);
 out_parent:
 	tell_parent(status_fd, 1);
 	nova_fs_free(fs);

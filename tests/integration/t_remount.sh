@@ -1,0 +1,109 @@
+#!/bin/bash
+# t_remount: clean close and remount keep everything.  Streams of various
+# sizes (a few bytes; ~1 MiB of small records; 20 MiB as 1 MiB records; an
+# express stream; an empty stream) are checked by sha256, st_size and
+# user.nova.seq across three incarnations, with appends between remounts:
+# new bytes land at the old size and seq continues where it stopped.
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$TESTLIB"
+nv_init
+nv_start
+
+B=$MNT/r
+mkdir "$B"
+REF=$NV_TMP/ref
+mkdir "$REF"
+declare -A SEQ
+STREAMS=(tiny small big fast empty)
+
+# small_records FILE FIRST COUNT: COUNT records of 200..1799 bytes, one
+# write each, appended to FILE (the stream) and printed to stdout.
+cat > "$NV_TMP/small.py" <<'PY'
+import os, sys
+path, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+out = []
+for i in range(first, first + count):
+    body = ("rec %06d " % i) + chr(ord("a") + i % 26) * ((i * 7919) % 1600 + 188)
+    rec = (body + "\n").encode()
+    if os.write(fd, rec) != len(rec):
+        sys.exit("short write at record %d" % i)
+    out.append(rec)
+os.close(fd)
+sys.stdout.buffer.write(b"".join(out))
+PY
+
+# append_all ROUND: append to every stream (except "empty") and to its copy.
+append_all() {
+	local r=$1 before
+	before=$(nv_size "$B/tiny")
+	printf 'tiny %d\n' "$r" >> "$B/tiny"
+	printf 'tiny %d\n' "$r" >> "$REF/tiny"
+	SEQ[tiny]=$((${SEQ[tiny]:-0} + 1))
+	dd if="$B/tiny" bs=1 iflag=skip_bytes skip="$before" status=none |
+		cmp - <(printf 'tiny %d\n' "$r") || fail "round $r: tiny append not at offset $before"
+
+	before=$(nv_size "$B/small")
+	python3 "$NV_TMP/small.py" "$B/small" $((r * 1000)) 1000 > "$NV_TMP/piece" ||
+		fail "round $r: small appends failed"
+	cat "$NV_TMP/piece" >> "$REF/small"
+	SEQ[small]=$((${SEQ[small]:-0} + 1000))
+	dd if="$B/small" bs=64k iflag=skip_bytes skip="$before" status=none |
+		cmp - "$NV_TMP/piece" || fail "round $r: small appends not at offset $before"
+
+	before=$(nv_size "$B/big")
+	head -c $((r == 0 ? 20 * 1048576 : 3 * 1048576 + 12345)) /dev/urandom > "$NV_TMP/piece"
+	dd if="$NV_TMP/piece" of="$B/big" bs=1M oflag=append conv=notrunc status=none ||
+		fail "round $r: dd append to big failed"
+	cat "$NV_TMP/piece" >> "$REF/big"
+	SEQ[big]=$((${SEQ[big]:-0} + (r == 0 ? 20 : 4)))
+	dd if="$B/big" bs=1M iflag=skip_bytes skip="$before" status=none |
+		cmp - "$NV_TMP/piece" || fail "round $r: big append not at offset $before"
+
+	python3 "$NV_TMP/small.py" "$B/fast" $((r * 100)) 100 >> "$REF/fast" ||
+		fail "round $r: express appends failed"
+	SEQ[fast]=$((${SEQ[fast]:-0} + 100))
+	rm -f "$NV_TMP/piece"
+}
+
+# check_all LABEL: sha256, st_size and seq of every stream.
+check_all() {
+	local label=$1 s
+	for s in "${STREAMS[@]}"; do
+		[ "$(nv_size "$B/$s")" = "$(stat -c %s "$REF/$s")" ] ||
+			fail "$label: $s st_size $(nv_size "$B/$s"), expected $(stat -c %s "$REF/$s")"
+		[ "$(sha256sum < "$B/$s")" = "$(sha256sum < "$REF/$s")" ] ||
+			fail "$label: $s content differs: $(cmp "$B/$s" "$REF/$s" 2>&1)"
+		[ "$(nv_xattr "$B/$s" user.nova.seq)" = "${SEQ[$s]:-0}" ] ||
+			fail "$label: $s user.nova.seq $(nv_xattr "$B/$s" user.nova.seq), expected ${SEQ[$s]:-0}"
+	done
+	say "ok: $label: $(for s in "${STREAMS[@]}"; do printf '%s=%sB/%s ' "$s" "$(nv_size "$B/$s")" "${SEQ[$s]:-0}"; done)"
+}
+
+say "incarnation 1: write the streams"
+: > "$B/empty"
+: > "$B/tiny"; : > "$B/small"; : > "$B/big"
+: > "$B/fast"
+setfattr -n user.nova.class -v express "$B/fast"
+: > "$REF/tiny"; : > "$REF/small"; : > "$REF/big"; : > "$REF/fast"; : > "$REF/empty"
+t0=$EPOCHREALTIME
+append_all 0
+say "wrote $(du -sb "$REF" | cut -f1) bytes in $(nv_elapsed "$t0") s"
+check_all "incarnation 1"
+
+for inc in 2 3; do
+	say "clean close, incarnation $inc"
+	nv_remount
+	nv_drop_caches
+	check_all "incarnation $inc, before appends"
+	nv_expect_eq "$(nv_xattr "$B/fast" user.nova.class)" express "class of fast"
+	append_all $((inc - 1))
+	check_all "incarnation $inc, after appends"
+done
+
+say "final remount"
+nv_remount
+nv_drop_caches
+check_all "incarnation 4 (read only)"
+nv_stop
