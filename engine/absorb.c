@@ -68,6 +68,14 @@ static void rb_free(struct ref_build *b)
 	free(b->vals);
 }
 
+uint64_t absorb_jitter_ns(uint64_t stream_id, uint64_t linger_ns)
+{
+	uint64_t h = stream_id * 0x9e3779b97f4a7c15ULL;
+
+	h ^= h >> 29;
+	return linger_ns ? h % (linger_ns / 2 + 1) : 0;
+}
+
 static int stream_cmp(const void *x, const void *y)
 {
 	const struct meta_marker_stream *a = x, *b = y;
@@ -83,7 +91,7 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 	struct meta_marker mk = { 0 };
 	struct meta_chain next;
 	struct kv_txn *t = NULL;
-	uint64_t total = 0, rev;
+	uint64_t total = 0, rev, ripe_linger = UINT64_MAX;
 	int rc = 0;
 
 	if (n == 0)
@@ -146,6 +154,18 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 				break;
 			}
 			rc = meta_ref_add_slot(r, &se);
+			/* The size trigger: did this run carry the stream's
+			 * un-settled bytes across it? */
+			if (pol->trigger_bytes && run->settled_byte != ABSORB_UNKNOWN &&
+			    run->first_byte >= run->settled_byte &&
+			    run->first_byte - run->settled_byte < pol->trigger_bytes &&
+			    run->first_byte + run->nbytes - run->settled_byte >= pol->trigger_bytes) {
+				uint64_t d = pol->linger_ns +
+					     absorb_jitter_ns(run->stream_id, pol->linger_ns);
+
+				if (d < ripe_linger)
+					ripe_linger = d;
+			}
 			r->end_seq += run->nrec;
 			r->end_byte += run->nbytes;
 			if (run->max_ts > r->max_ts)
@@ -184,8 +204,8 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 	mk.first_slot = slots[0].slot;
 	mk.end_slot = slots[n - 1].slot + 1;
 	mk.birth_ns = nv_now_wall_ns();
-	mk.ripe_ns = mk.birth_ns + pol->age_cap_ns;
-	mk.crossed = 0;
+	mk.crossed = ripe_linger != UINT64_MAX;
+	mk.ripe_ns = mk.birth_ns + (mk.crossed ? ripe_linger : pol->age_cap_ns);
 	mk.nstreams = b.n;
 	mk.streams = calloc(b.n ? b.n : 1, sizeof(*mk.streams));
 	if (!mk.streams) {
@@ -317,6 +337,7 @@ static int commit_flights(struct absorb *a, struct flight *list, uint32_t n)
 			runs[k].nbytes = f->runs[j].nbytes;
 			runs[k].max_ts = f->runs[j].max_ts;
 			runs[k].nrec = f->runs[j].nrec;
+			runs[k].settled_byte = atomic_load(&f->runs[j].stream->settled_byte);
 		}
 	}
 	{

@@ -45,7 +45,12 @@ struct absorb_run {
 	uint64_t nbytes;
 	uint64_t max_ts;
 	uint32_t nrec;
+	/* Where the stream's settled history ends (its un-settled bytes are
+	 * measured from here), or ABSORB_UNKNOWN: no crossing detection. */
+	uint64_t settled_byte;
 };
+
+#define ABSORB_UNKNOWN UINT64_MAX
 
 /* One slot's worth of input, runs sorted by stream id. */
 struct absorb_slot {
@@ -56,10 +61,21 @@ struct absorb_slot {
 	const struct absorb_run *runs; /* borrowed for the call */
 };
 
-/* When markers ripen (settlement, engine/settle.c, reads them). */
+/*
+ * When markers ripen (engine/settle.c schedules by them).  A batch in
+ * which a stream's un-settled bytes (its ref end minus its settled end)
+ * crossed trigger_bytes ripens at birth + linger + that stream's
+ * deterministic jitter (up to linger/2, from its id, so cohorts of
+ * streams spread out); otherwise at birth + the class's age cap.
+ */
 struct absorb_policy {
-	uint64_t age_cap_ns; /* ripe at birth + this when nothing crossed */
+	uint64_t age_cap_ns;
+	uint64_t trigger_bytes; /* 0: no size trigger */
+	uint64_t linger_ns;
 };
+
+/* The jitter of a stream for a linger of linger_ns. */
+uint64_t absorb_jitter_ns(uint64_t stream_id, uint64_t linger_ns);
 
 /* What a committed batch did, for the caller's bookkeeping. */
 struct absorb_result {

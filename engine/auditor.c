@@ -228,10 +228,92 @@ static int handle_halts(struct auditor *a)
 	return failed;
 }
 
+struct pass {
+	struct auditor *a;
+	struct meta_chain *chains;
+	size_t n, cap;
+};
+
+static int collect_all(void *arg, const struct meta_chain *c, uint64_t ver)
+{
+	struct pass *p = arg;
+
+	if (p->n == p->cap) {
+		size_t ncap = p->cap ? p->cap * 2 : 8;
+		struct meta_chain *q = realloc(p->chains, ncap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		p->chains = q;
+		p->cap = ncap;
+	}
+	p->chains[p->n++] = *c;
+	return 0;
+}
+
+static bool stopping(struct auditor *a)
+{
+	bool s;
+
+	pthread_mutex_lock(&a->lock);
+	s = a->stop;
+	pthread_mutex_unlock(&a->lock);
+	return s;
+}
+
+/* The group settle and trim-check over every chain we may settle. */
+static void settle_pass(struct auditor *a)
+{
+	struct pass p = { .a = a };
+	uint64_t now = nv_now_wall_ns();
+	int rc = meta_chain_list(a->cfg.recover.kv, collect_all, &p);
+
+	for (size_t i = 0; !rc && i < p.n && !stopping(a); i++) {
+		const struct meta_chain *c = &p.chains[i];
+		bool own_head;
+
+		pthread_mutex_lock(&a->lock);
+		own_head = !strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
+			   a->halted[c->cls] != c->epoch;
+		pthread_mutex_unlock(&a->lock);
+		if (c->state == CHAIN_SETTLED || own_head) {
+			/* Several eras may be due; bounded per pass. */
+			for (int k = 0; k < 16 && !stopping(a); k++) {
+				struct meta_chain fresh;
+				uint64_t v;
+
+				if (meta_chain_get(a->cfg.recover.kv, c->cls, c->star, c->epoch,
+						   &fresh, &v))
+					break;
+				if (settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns()) != 1)
+					break;
+			}
+		}
+		if (c->state == CHAIN_SETTLED || own_head) {
+			int t = trim_chain(&a->cfg.trim, c->cls, c->star, c->epoch, now);
+
+			if (t < 0)
+				nv_log(NV_WARN, NV_SUB_TRIM, "%s/%s epoch %llu: trim-check failed: %s",
+				       nv_class_name(c->cls), c->star,
+				       (unsigned long long)c->epoch, strerror(-t));
+		}
+	}
+	free(p.chains);
+	if (!rc) {
+		int r = trim_reclaim(&a->cfg.trim, nv_now_wall_ns());
+
+		if (r < 0)
+			nv_log(NV_WARN, NV_SUB_TRIM, "reclamation failed: %s", strerror(-r));
+	} else {
+		nv_log(NV_WARN, NV_SUB_SETTLE, "settle pass: listing chains failed: %s",
+		       strerror(-rc));
+	}
+}
+
 static void *auditor_main(void *arg)
 {
 	struct auditor *a = arg;
-	uint64_t backoff = NV_NS_PER_S, last_beat = 0;
+	uint64_t backoff = NV_NS_PER_S, last_beat = 0, last_janitor = 0, next_duty = 0;
 
 	heartbeat(a);
 	last_beat = nv_now_mono_ns();
@@ -241,10 +323,17 @@ static void *auditor_main(void *arg)
 		uint64_t wait = a->cfg.janitor_ns;
 		struct timespec ts;
 
+		bool duty;
+
+		duty = a->nudged || !a->gate_open || nv_now_mono_ns() >= next_duty;
 		a->nudged = false;
 		pthread_mutex_unlock(&a->lock);
 		hfail = handle_halts(a);
-		pending = settle_due_chains(a, &failed);
+		pending = 0;
+		if (duty) {
+			pending = settle_due_chains(a, &failed);
+			last_janitor = nv_now_mono_ns();
+		}
 		failed += hfail;
 		if (pending < 0)
 			nv_log(NV_WARN, NV_SUB_RECOVER, "settle duty: scanning chains failed: %s",
@@ -262,14 +351,25 @@ static void *auditor_main(void *arg)
 			nv_log(NV_INFO, NV_SUB_RECOVER, "star %s: every earlier epoch is settled; "
 			       "serving streams", a->star);
 		}
-		if (failed || pending < 0) {
-			wait = backoff;
-			backoff = backoff * 2 > 30 * NV_NS_PER_S ? 30 * NV_NS_PER_S : backoff * 2;
-		} else {
-			backoff = NV_NS_PER_S;
+		if (duty) {
+			if (failed || pending < 0) {
+				next_duty = last_janitor + backoff;
+				backoff = backoff * 2 > 30 * NV_NS_PER_S ? 30 * NV_NS_PER_S
+									 : backoff * 2;
+			} else {
+				next_duty = last_janitor + a->cfg.janitor_ns;
+				backoff = NV_NS_PER_S;
+			}
 		}
-		if (wait > a->cfg.heartbeat_ns)
-			wait = a->cfg.heartbeat_ns;
+		if (auditor_gate_is_open(a))
+			settle_pass(a);
+		wait = a->cfg.period_ns;
+		{
+			uint64_t now = nv_now_mono_ns();
+
+			if (next_duty > now && next_duty - now < wait)
+				wait = next_duty - now;
+		}
 
 		pthread_mutex_lock(&a->lock);
 		ts = nv_mono_deadline(wait);
@@ -301,6 +401,8 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 		a->cfg.lease_ns = 30 * NV_NS_PER_S;
 	if (!a->cfg.janitor_ns)
 		a->cfg.janitor_ns = 10 * NV_NS_PER_S;
+	if (!a->cfg.period_ns)
+		a->cfg.period_ns = NV_NS_PER_S;
 	gethostname(host, sizeof(host) - 1);
 	snprintf(a->reg.id, sizeof(a->reg.id), "%s", a->star);
 	snprintf(a->reg.host, sizeof(a->reg.host), "%s", host);

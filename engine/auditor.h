@@ -9,7 +9,9 @@
  * whose registry heartbeat has lapsed); and it keeps this star's
  * registry heartbeat.  Halted chains of this star are handed back to the
  * star (the `halted` callback) on the auditor thread, after their epoch
- * is settled.  Settlement's era scheduling and trim-check join here.
+ * is settled.  Every period it also runs the group settle (settle.h) over
+ * the chains it may settle (this star's live heads and every settled
+ * chain), trim-check on each (trim.h), and reclamation.
  *
  * State of the gate:
  *
@@ -29,6 +31,8 @@
 #include <stdint.h>
 
 #include "engine/recover.h"
+#include "engine/settle.h"
+#include "engine/trim.h"
 #include "meta/streams.h"
 
 struct auditor;
@@ -40,6 +44,9 @@ struct auditor_cfg {
 	uint64_t heartbeat_ns;        /* registry heartbeat period */
 	uint64_t lease_ns;            /* a heartbeat older than this: star gone */
 	uint64_t janitor_ns;          /* janitor scan period */
+	uint64_t period_ns;           /* settle and trim-check pass period */
+	struct settle_cfg settle;     /* settle jobs (settle.h) */
+	struct trim_cfg trim;         /* trim-check and reclamation (trim.h) */
 	/* A halted chain of this star was settled; restart the class.  On
 	 * the auditor thread.  Returns the new live epoch, or 0 on failure
 	 * (retried later). */

@@ -9,6 +9,7 @@
 #include "engine/bundle.h"
 #include "engine/chain.h"
 #include "meta/chains.h"
+#include "meta/cursors.h"
 #include "meta/markers.h"
 #include "meta/refs.h"
 #include "meta/streams.h"
@@ -29,7 +30,14 @@ struct pair {
 	uint64_t first_seq, end_seq; /* the stream's records in the slot */
 };
 
+struct objkey {
+	char *key;
+	bool named;
+};
+
 struct fsck {
+	struct objkey *objs; /* every streams/ object in the store, sorted */
+	size_t nobjs, objcap;
 	struct store *store;
 	struct kv *kv;
 	const struct fsck_opts *o;
@@ -122,6 +130,56 @@ static struct pair *pair_find(struct fsck *f, unsigned cls, const char *star, ui
 	return &f->pairs[i];
 }
 
+/* ------------------------------------------------------------ objects */
+
+static int obj_collect(void *arg, const char *key, uint64_t size)
+{
+	struct fsck *f = arg;
+
+	if (f->nobjs == f->objcap) {
+		size_t nc = f->objcap ? f->objcap * 2 : 256;
+		struct objkey *p = realloc(f->objs, nc * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		f->objs = p;
+		f->objcap = nc;
+	}
+	f->objs[f->nobjs].key = strdup(key);
+	if (!f->objs[f->nobjs].key)
+		return -ENOMEM;
+	f->objs[f->nobjs++].named = false;
+	return 0;
+}
+
+/* Mark a settled object as named by the metastore; false when the store
+ * does not hold it.  Keys come sorted from store_list(). */
+static bool pair_find_obj(struct fsck *f, const char *key)
+{
+	size_t lo = 0, hi = f->nobjs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(f->objs[mid].key, key);
+
+		if (c == 0) {
+			f->objs[mid].named = true;
+			return true;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+static int gc_named(void *arg, uint64_t due_ns, const char *key)
+{
+	pair_find_obj(arg, key);
+	return 0;
+}
+
 /* ------------------------------------------------------------ footers */
 
 /* Fetch and verify the footer window of an object; *win is malloc'd. */
@@ -204,6 +262,7 @@ static int chain_collect(void *arg, const struct meta_chain *c, uint64_t ver)
 struct slot_scan {
 	struct fsck *f;
 	const struct meta_chain *c;
+	const struct meta_cursors *cur;
 	uint64_t expect; /* next slot expected in [trimmed, checkpoint) */
 	size_t prefix_len;
 	int err;
@@ -222,8 +281,9 @@ static int slot_visit(void *arg, const char *key, uint64_t size)
 		say(f, true, "%s: not a slot key", key);
 		return 0;
 	}
-	if (slot < c->trimmed)
-		say(f, true, "%s: live slot below the trimmed cursor %" PRIu64, key, c->trimmed);
+	if (slot < s->cur->trimmed)
+		say(f, true, "%s: live slot below the trimmed cursor %" PRIu64, key,
+		    s->cur->trimmed);
 	if (c->state != CHAIN_LIVE && slot == c->cut && size == CHAIN_FENCE_SIZE)
 		return 0; /* the fence recovery put there */
 	if (c->state == CHAIN_SETTLED && slot >= c->cut)
@@ -231,7 +291,7 @@ static int slot_visit(void *arg, const char *key, uint64_t size)
 		    c->cut);
 	if (c->state != CHAIN_SETTLED && slot >= c->checkpoint)
 		say(f, false, "%s: not absorbed yet (the next mount settles it)", key);
-	if (slot >= c->trimmed && slot < c->checkpoint) {
+	if (slot >= s->cur->trimmed && slot < c->checkpoint) {
 		for (; s->expect < slot; s->expect++)
 			say(f, true, "chain %s/%s/%" PRIu64 ": slot %" PRIu64
 				     " below the checkpoint is missing",
@@ -244,6 +304,7 @@ static int slot_visit(void *arg, const char *key, uint64_t size)
 struct mark_scan {
 	struct fsck *f;
 	const struct meta_chain *c;
+	const struct meta_cursors *cur;
 	uint64_t next; /* slots below this are covered */
 };
 
@@ -257,7 +318,7 @@ static int mark_visit(void *arg, const struct meta_marker *m)
 		say(s->f, true, "chain %s/%s/%" PRIu64 ": marker at slot %" PRIu64
 				" overlaps the previous one",
 		    nv_class_name(c->cls), c->star, c->epoch, m->first_slot);
-	else if (m->first_slot > s->next && s->next >= c->rewritten)
+	else if (m->first_slot > s->next && s->next >= s->cur->rewritten)
 		say(s->f, true, "chain %s/%s/%" PRIu64 ": slots [%" PRIu64 ", %" PRIu64
 				") have no marker",
 		    nv_class_name(c->cls), c->star, c->epoch, s->next, m->first_slot);
@@ -266,19 +327,21 @@ static int mark_visit(void *arg, const struct meta_marker *m)
 				") passes the checkpoint %" PRIu64,
 		    nv_class_name(c->cls), c->star, c->epoch, m->first_slot, m->end_slot,
 		    c->checkpoint);
-	if (m->first_slot < c->rewritten)
+	if (m->first_slot < s->cur->rewritten)
 		say(s->f, true, "chain %s/%s/%" PRIu64 ": marker at %" PRIu64
 				" stands below the rewritten cursor %" PRIu64,
-		    nv_class_name(c->cls), c->star, c->epoch, m->first_slot, c->rewritten);
+		    nv_class_name(c->cls), c->star, c->epoch, m->first_slot, s->cur->rewritten);
 	if (m->end_slot > s->next)
 		s->next = m->end_slot;
 	return 0;
 }
 
 /* Record every (slot, stream) of the chain's absorbed slots. */
-static int chain_footers(struct fsck *f, const struct meta_chain *c)
+static int chain_footers(struct fsck *f, const struct meta_chain *c,
+			 const struct meta_cursors *cur)
 {
-	for (uint64_t slot = c->trimmed; slot < c->checkpoint; slot++) {
+	/* Slots below rewritten hold only settled (or deleted) history. */
+	for (uint64_t slot = cur->rewritten; slot < c->checkpoint; slot++) {
 		char key[CHAIN_KEY_MAX];
 		struct bundle_footer ft;
 		uint64_t foff;
@@ -332,12 +395,24 @@ static int check_chains(struct fsck *f)
 		return rc;
 	for (size_t i = 0; i < f->nchains; i++) {
 		const struct meta_chain *c = &f->chains[i];
-		struct slot_scan ss = { .f = f, .c = c, .expect = c->trimmed };
-		struct mark_scan ms = { .f = f, .c = c, .next = c->rewritten };
+		struct meta_cursors cur;
+		uint64_t curver;
+		struct slot_scan ss = { .f = f, .c = c, .cur = &cur };
+		struct mark_scan ms = { .f = f, .c = c, .cur = &cur };
 		char prefix[CHAIN_KEY_MAX];
 		uint64_t head;
 
 		f->sum->chains++;
+		rc = meta_cursors_get(f->kv, c->cls, c->star, c->epoch, &cur, &curver);
+		if (rc == -EBADMSG) {
+			say(f, true, "chain %s/%s/%" PRIu64 ": cursor row fails to decode",
+			    nv_class_name(c->cls), c->star, c->epoch);
+			memset(&cur, 0, sizeof(cur));
+		} else if (rc) {
+			return rc;
+		}
+		ss.expect = cur.trimmed;
+		ms.next = cur.rewritten;
 		rc = meta_mint_head(f->kv, c->cls, c->star, &head);
 		if (rc)
 			return rc;
@@ -370,7 +445,7 @@ static int check_chains(struct fsck *f)
 			say(f, true, "chain %s/%s/%" PRIu64 ": slots [%" PRIu64 ", %" PRIu64
 				     ") have no marker",
 			    nv_class_name(c->cls), c->star, c->epoch, ms.next, c->checkpoint);
-		rc = chain_footers(f, c);
+		rc = chain_footers(f, c, &cur);
 		if (rc)
 			return rc;
 	}
@@ -457,6 +532,66 @@ static int check_ref_slot(struct fsck *f, const struct meta_ref *r, uint32_t k)
 	return 0;
 }
 
+/* A catalog row's objects: present, footers verify, entries cover each
+ * object's share of the row exactly; chunks too with --full. */
+static int check_catalog(struct fsck *f, const struct meta_ref *r)
+{
+	for (uint32_t k = 0; k < r->nobjs; k++) {
+		const struct meta_ref_obj *o = &r->objs[k];
+		uint64_t end_seq = meta_ref_obj_end_seq(r, k), end_byte = meta_ref_obj_end_byte(r, k);
+		uint64_t seq = o->first_seq, byte = o->first_byte, foff;
+		char key[META_SETTLED_KEY_MAX];
+		struct bundle_footer ft;
+		uint32_t flen;
+		uint8_t *win;
+		int rc;
+
+		meta_settled_key(key, sizeof(key), r->bucket, r->stream_id, o->epoch, o->first_seq,
+				 o->rev);
+		if (pair_find_obj(f, key))
+			f->sum->objects++;
+		rc = fetch_footer(f, key, &foff, &flen, &win, &ft);
+		if (rc) {
+			say(f, true, "stream %" PRIu64 " catalog row %" PRIu64 ": object %s %s",
+			    r->stream_id, r->first_seq, key,
+			    rc == -ENOENT ? "is missing" : "footer fails verification");
+			if (rc != -ENOENT && rc != -EBADMSG)
+				return rc;
+			continue;
+		}
+		if (foff != o->footer_off || flen != o->footer_len)
+			say(f, true, "%s: footer window differs from its catalog row", key);
+		for (uint32_t i = 0; i < ft.n; i++) {
+			struct bundle_entry e;
+
+			if (bundle_footer_get(&ft, i, &e) || e.stream_id != r->stream_id ||
+			    e.first_seq != seq || e.first_byte != byte) {
+				say(f, true, "%s: entry %u does not continue the object at seq %" PRIu64,
+				    key, i, seq);
+				break;
+			}
+			if (f->o->full) {
+				int v = verify_chunk(f, key, &e);
+
+				if (v == -EBADMSG)
+					say(f, true, "%s: chunk at %" PRIu64 " fails verification", key,
+					    e.chunk_off);
+				else if (v) {
+					free(win);
+					return v;
+				}
+			}
+			seq += e.nrec;
+			byte += bundle_entry_body_bytes(&e);
+		}
+		free(win);
+		if (seq != end_seq || byte != end_byte)
+			say(f, true, "%s: holds records up to seq %" PRIu64 ", its row expects %" PRIu64,
+			    key, seq, end_seq);
+	}
+	return 0;
+}
+
 static int ref_visit(void *arg, const struct meta_ref *r)
 {
 	struct ref_scan *s = arg;
@@ -486,6 +621,8 @@ static int ref_visit(void *arg, const struct meta_ref *r)
 	if (rc && r->end_byte > r->first_byte) /* empty refs share a byte offset */
 		say(f, true, "stream %" PRIu64 " ref %" PRIu64 ": byte index row missing",
 		    r->stream_id, r->first_seq);
+	if (r->kind == META_REF_CATALOG)
+		return check_catalog(f, r);
 	for (uint32_t k = 0; k < r->nslots; k++) {
 		rc = check_ref_slot(f, r, k);
 		if (rc)
@@ -510,20 +647,32 @@ int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
-	rc = check_chains(&f);
+	rc = store_list(store, "streams/", NULL, obj_collect, &f);
+	if (!rc)
+		rc = check_chains(&f);
 	if (!rc)
 		rc = meta_stream_list_all(kv, stream_visit, &f);
 	if (!rc) {
 		for (size_t i = 0; i < f.pcap; i++) {
 			struct pair *p = &f.pairs[i];
 
-			if (p->used && !p->covered)
+			if (p->used && !p->covered && p->end_seq > 0)
 				say(&f, true, "chain %s/%s/%" PRIu64 " slot %" PRIu64 ": records %" PRIu64
 					      "..%" PRIu64 " of stream %" PRIu64 " are covered by no ref",
 				    nv_class_name(p->cls), p->star, p->epoch, p->slot, p->first_seq,
 				    p->end_seq - 1, p->stream);
 		}
 	}
+	/* Every settled object is named by a catalog row or queued for
+	 * reclamation; anything else leaked. */
+	if (!rc)
+		rc = meta_reclaim_due(kv, UINT64_MAX - 1, 0, gc_named, &f);
+	for (size_t i = 0; i < f.nobjs; i++) {
+		if (!rc && !f.objs[i].named)
+			say(&f, true, "%s: a settled object nothing names (leaked)", f.objs[i].key);
+		free(f.objs[i].key);
+	}
+	free(f.objs);
 	free(f.pairs);
 	free(f.chains);
 	return rc;

@@ -23,9 +23,14 @@
  *            the stream cover exactly that slot's share of the ref; with
  *            `full`, every such chunk is fetched and verified (CRC,
  *            decompression, frames)
- *   coverage every footer entry of every slot below a chain's checkpoint
- *            is covered by a ref of its stream (no acked record
- *            invisible)
+ *            catalog rows: every settled object present, its footer
+ *            verifying and its entries covering its share of the row
+ *   coverage every footer entry of every slot in [rewritten, checkpoint)
+ *            of a chain is covered by a ref of its stream (no acked
+ *            record invisible)
+ *   objects  every settled object in the store is named by a catalog row
+ *            or queued for reclamation (nothing leaks)
+ *   cursors  trimmed/rewritten come from the chain's cursor row
  */
 #ifndef NOVAFS_ENGINE_FSCK_H
 #define NOVAFS_ENGINE_FSCK_H
@@ -44,7 +49,7 @@ struct fsck_opts {
 };
 
 struct fsck_summary {
-	uint64_t chains, slots, markers, streams, refs, chunks;
+	uint64_t chains, slots, markers, streams, refs, objects, chunks;
 	uint64_t notes, violations;
 };
 

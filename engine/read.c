@@ -58,7 +58,7 @@ struct reader {
 
 /* Where a page's bytes are in object storage. */
 struct loc {
-	char key[CHAIN_KEY_MAX];
+	char key[META_SETTLED_KEY_MAX];
 	uint64_t footer_off;
 	uint32_t footer_len;
 	enum read_tier tier;
@@ -73,17 +73,22 @@ const char *read_tier_name(enum read_tier t)
 
 /* ------------------------------------------------------------ locating */
 
-static int locate(struct read_engine *re, struct nv_stream *s, uint64_t off, struct loc *l)
+/* Where the bytes at stream position pos are: a byte offset, or a record
+ * seq when by_seq. */
+static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, uint64_t pos,
+		     struct loc *l)
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
-		uint64_t frontier = atomic_load(&s->frontier_byte);
+		uint64_t frontier = by_seq ? atomic_load(&s->frontier_seq)
+					   : atomic_load(&s->frontier_byte);
 
-		if (off >= frontier) {
+		if (pos >= frontier) {
 			struct stream_pend p;
 			int rc;
 
 			pthread_mutex_lock(&s->lock);
-			rc = stream_pend_find_byte(s, off, &p);
+			rc = by_seq ? stream_pend_find_seq(s, pos, &p)
+				    : stream_pend_find_byte(s, pos, &p);
 			pthread_mutex_unlock(&s->lock);
 			if (rc == 0) {
 				chain_slot_key(l->key, sizeof(l->key), p.cls, re->star, p.epoch,
@@ -94,41 +99,63 @@ static int locate(struct read_engine *re, struct nv_stream *s, uint64_t off, str
 				return 0;
 			}
 			/* Absorbed between the two loads: the frontier moved. */
-			if (atomic_load(&s->frontier_byte) > off)
+			if ((by_seq ? atomic_load(&s->frontier_seq) : atomic_load(&s->frontier_byte)) >
+			    pos)
 				continue;
 			nv_log(NV_ERR, NV_SUB_READ,
-			       "stream %llu: byte %llu is acked but neither cached nor in the "
-			       "flight index", (unsigned long long)s->id, (unsigned long long)off);
+			       "stream %llu: %s %llu is acked but neither cached nor in the "
+			       "flight index", (unsigned long long)s->id, by_seq ? "seq" : "byte",
+			       (unsigned long long)pos);
 			return -EIO;
 		} else {
 			struct meta_ref r;
-			uint32_t i;
 			int rc;
 
 			meta_ref_init(&r);
-			rc = meta_ref_floor_byte(re->cfg.kv, s->id, off, &r);
-			if (rc == 0 && (off < r.first_byte || off >= r.end_byte))
+			rc = by_seq ? meta_ref_floor_seq(re->cfg.kv, s->id, pos, &r)
+				    : meta_ref_floor_byte(re->cfg.kv, s->id, pos, &r);
+			if (rc == 0 && (by_seq ? (pos < r.first_seq || pos >= r.end_seq)
+					       : (pos < r.first_byte || pos >= r.end_byte)))
 				rc = -ENOENT;
 			if (rc) {
 				meta_ref_clear(&r);
 				nv_log(NV_ERR, NV_SUB_READ,
-				       "stream %llu: no ref covers byte %llu below the frontier "
-				       "%llu: %s", (unsigned long long)s->id,
-				       (unsigned long long)off, (unsigned long long)frontier,
+				       "stream %llu: no ref covers %s %llu below the frontier "
+				       "%llu: %s", (unsigned long long)s->id, by_seq ? "seq" : "byte",
+				       (unsigned long long)pos, (unsigned long long)frontier,
 				       strerror(-rc));
 				return rc == -ENOENT || rc == -EBADMSG ? -EIO : rc;
 			}
-			i = meta_ref_slot_for_byte(&r, off);
-			chain_slot_key(l->key, sizeof(l->key), r.cls, r.star, r.epoch,
-				       r.slots[i].slot);
-			l->footer_off = r.slots[i].footer_off;
-			l->footer_len = r.slots[i].footer_len;
+			if (r.kind == META_REF_CATALOG) {
+				/* A settled object: the same read shape. */
+				const struct meta_ref_obj *o =
+					&r.objs[by_seq ? meta_ref_obj_for_seq(&r, pos)
+						       : meta_ref_obj_for_byte(&r, pos)];
+
+				meta_settled_key(l->key, sizeof(l->key), r.bucket, s->id, o->epoch,
+						 o->first_seq, o->rev);
+				l->footer_off = o->footer_off;
+				l->footer_len = o->footer_len;
+			} else {
+				uint32_t i = by_seq ? meta_ref_slot_for_seq(&r, pos)
+						    : meta_ref_slot_for_byte(&r, pos);
+
+				chain_slot_key(l->key, sizeof(l->key), r.cls, r.star, r.epoch,
+					       r.slots[i].slot);
+				l->footer_off = r.slots[i].footer_off;
+				l->footer_len = r.slots[i].footer_len;
+			}
 			l->tier = READ_COLD;
 			meta_ref_clear(&r);
 			return 0;
 		}
 	}
 	return -EAGAIN;
+}
+
+static int locate(struct read_engine *re, struct nv_stream *s, uint64_t off, struct loc *l)
+{
+	return locate_at(re, s, false, off, l);
 }
 
 /* ------------------------------------------------------------ fetching */
@@ -246,8 +273,9 @@ static int load_chunk(struct read_engine *re, const char *key, const struct bund
 }
 
 /* Entry of the footer holding stream byte off, and its decoded chunk. */
-static int get_chunk(struct read_engine *re, const struct loc *l, uint64_t stream,
-		     uint64_t off, struct bundle_entry *ent, struct rc_blob **chunk, bool *hit)
+static int get_chunk_at(struct read_engine *re, const struct loc *l, uint64_t stream,
+			bool by_seq, uint64_t off, struct bundle_entry *ent, struct rc_blob **chunk,
+			bool *hit)
 {
 	struct bundle_footer f;
 	struct rc_blob *fb, *b;
@@ -258,7 +286,8 @@ static int get_chunk(struct read_engine *re, const struct loc *l, uint64_t strea
 	rc = get_footer(re, l, &f, &fb);
 	if (rc)
 		return rc;
-	rc = bundle_footer_find_byte(&f, stream, off, &idx);
+	rc = by_seq ? bundle_footer_find_seq(&f, stream, off, &idx)
+		    : bundle_footer_find_byte(&f, stream, off, &idx);
 	if (!rc)
 		rc = bundle_footer_get(&f, idx, ent);
 	rc_blob_unref(fb);
@@ -281,6 +310,12 @@ static int get_chunk(struct read_engine *re, const struct loc *l, uint64_t strea
 		return rc;
 	*chunk = b;
 	return 0;
+}
+
+static int get_chunk(struct read_engine *re, const struct loc *l, uint64_t stream,
+		     uint64_t off, struct bundle_entry *ent, struct rc_blob **chunk, bool *hit)
+{
+	return get_chunk_at(re, l, stream, false, off, ent, chunk, hit);
 }
 
 /* Copy from a decoded chunk: at most len bytes, READ_PAGE_RECORDS records. */
@@ -519,6 +554,51 @@ int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, ui
 	*tier = l.tier;
 	maybe_readahead(re, rd, off, off + n, ent.first_byte + bundle_entry_body_bytes(&ent),
 			bundle_entry_body_bytes(&ent));
+	return 0;
+}
+
+int read_locate_record(struct read_engine *re, struct nv_stream *s, bool by_seq, uint64_t pos,
+		       uint64_t *seq, uint64_t *byte)
+{
+	uint64_t aseq = atomic_load(&s->acked_seq), abyte = stream_acked_byte(s);
+	struct bundle_entry e;
+	struct rc_blob *b;
+	struct loc l;
+	bool hit;
+	int rc;
+
+	if (by_seq ? pos > aseq : pos > abyte)
+		return -EINVAL;
+	if (by_seq ? pos == aseq : pos == abyte) {
+		*seq = aseq;
+		*byte = abyte;
+		return 0;
+	}
+	rc = locate_at(re, s, by_seq, pos, &l);
+	if (!rc)
+		rc = get_chunk_at(re, &l, s->id, by_seq, pos, &e, &b, &hit);
+	if (rc)
+		return rc;
+	{
+		uint32_t lo = 0, hi = b->nrec;
+
+		if (by_seq) {
+			lo = (uint32_t)(pos - e.first_seq);
+		} else {
+			while (hi - lo > 1) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (e.first_byte + b->rec_off[mid] - (uint64_t)mid * BUNDLE_FRAME_HDR <=
+				    pos)
+					lo = mid;
+				else
+					hi = mid;
+			}
+		}
+		*seq = e.first_seq + lo;
+		*byte = e.first_byte + b->rec_off[lo] - (uint64_t)lo * BUNDLE_FRAME_HDR;
+	}
+	rc_blob_unref(b);
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #ifndef NOVAFS_ENGINE_READ_H
 #define NOVAFS_ENGINE_READ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,6 +76,14 @@ void reader_free(struct reader *rd); /* NULL is a no-op */
 int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, uint64_t off,
 	      void *dst, size_t len, size_t *got, enum read_tier *tier)
 	__attribute__((warn_unused_result));
+
+/*
+ * The record holding stream byte pos (by_seq false) or record pos (by_seq
+ * true): its seq and the offset of its first body byte.  At the acked end
+ * it answers the acked end.  0, -EINVAL (past the end), -EIO.
+ */
+int read_locate_record(struct read_engine *re, struct nv_stream *s, bool by_seq, uint64_t pos,
+		       uint64_t *seq, uint64_t *byte) __attribute__((warn_unused_result));
 
 /* Decoded-chunk and footer cache bytes (a gauge). */
 uint64_t read_cache_bytes(struct read_engine *re);

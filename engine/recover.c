@@ -94,6 +94,7 @@ static int read_slot(const struct recover_cfg *cfg, const char *key, uint64_t sl
 			}
 		} else {
 			r = &w->runs[nruns++];
+			r->settled_byte = ABSORB_UNKNOWN; /* ripens by age cap */
 			r->stream_id = e.stream_id;
 			r->first_seq = e.first_seq;
 			r->first_byte = e.first_byte;

@@ -13,6 +13,7 @@
 #include "engine/auditor.h"
 #include "engine/backlog.h"
 #include "engine/chain.h"
+#include "engine/fetch.h"
 #include "engine/recover.h"
 #include "engine/store/store.h"
 #include "engine/tailcache.h"
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,7 @@ struct star {
 	struct tailcache *tc;
 	struct read_engine *re;
 	struct auditor *auditor;
+	struct fetch_cache *fc;
 	struct recover_cfg recover;
 	/* Per class: the chain and absorb in service.  class_lock[c] is
 	 * held shared by every append while it uses chains[c], and
@@ -70,8 +73,16 @@ void star_cfg_defaults(struct star_cfg *c)
 	c->prefetch_threads = 4;
 	c->readahead = 8;
 	c->absorb_batch_slots = 256;
-	c->age_cap_ns[NV_CLASS_STANDARD] = 3600 * NV_NS_PER_S;
-	c->age_cap_ns[NV_CLASS_EXPRESS] = 300 * NV_NS_PER_S;
+	/* Settlement defaults: novafs(8) justifies each. */
+	c->age_cap_ns[NV_CLASS_STANDARD] = 1800 * NV_NS_PER_S;
+	c->age_cap_ns[NV_CLASS_EXPRESS] = 120 * NV_NS_PER_S;
+	c->settle_trigger_bytes = 8ull << 20;
+	c->settle_linger_ns = 30 * NV_NS_PER_S;
+	c->output_cap_bytes = 128ull << 20;
+	c->read_grace_ns = 30 * NV_NS_PER_S;
+	c->fetch_cache_bytes = 256ull << 20;
+	c->settle_workers = 2;
+	c->audit_period_ns = NV_NS_PER_S;
 }
 
 const char *star_id(const struct star *st)
@@ -98,6 +109,7 @@ void star_get_gauges(struct star *st, struct star_gauges *g)
 	g->streams_loaded = stream_table_count(st->streams);
 	g->slots_live = NV_STAT_GET(&st->stats, slots_written) -
 			NV_STAT_GET(&st->stats, slots_deleted);
+	g->fetch_cache_bytes = st->fc ? fetch_cache_bytes(st->fc) : 0;
 }
 
 /* ------------------------------------------------------------ start-up */
@@ -199,6 +211,23 @@ static void on_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t
 		st->cfg.acked(st->cfg.acked_arg, s, old_byte, new_byte);
 }
 
+/* A settle moved a stream's settled end (settle.h). */
+static void on_settled(void *arg, uint64_t stream, uint64_t end_seq, uint64_t end_byte)
+{
+	struct star *st = arg;
+	struct nv_stream *s = stream_table_find(st->streams, stream);
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (end_seq > atomic_load(&s->settled_seq)) {
+		atomic_store(&s->settled_seq, end_seq);
+		atomic_store(&s->settled_byte, end_byte);
+	}
+	pthread_mutex_unlock(&s->lock);
+	stream_put(s);
+}
+
 static void on_halted(void *arg, unsigned cls, uint64_t epoch, int err)
 {
 	struct star *st = arg;
@@ -228,6 +257,8 @@ static int start_class(struct star *st, unsigned cls)
 	ac.row = row;
 	ac.row_ver = ver;
 	ac.policy.age_cap_ns = st->cfg.age_cap_ns[cls];
+	ac.policy.trigger_bytes = st->cfg.settle_trigger_bytes;
+	ac.policy.linger_ns = st->cfg.settle_linger_ns;
 	ac.max_batch_slots = st->cfg.absorb_batch_slots;
 	ac.failed = on_halted;
 	ac.failed_arg = st;
@@ -283,7 +314,10 @@ static void reset_stream(void *arg, struct nv_stream *s)
 	if (rc == 0) {
 		end_seq = ref.end_seq;
 		end_byte = ref.end_byte;
-	} else if (rc != -ENOENT) {
+	} else if (rc == -ENOENT) {
+		end_seq = atomic_load(&s->trim_seq);
+		end_byte = atomic_load(&s->trim_byte);
+	} else {
 		r->err = rc;
 	}
 	meta_ref_clear(&ref);
@@ -414,6 +448,13 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	st->recover.batch_slots = cfg->absorb_batch_slots;
 	st->recover.probe_window = cfg->put_window * 4 + 16;
 
+	if (cfg->scratch_dir)
+		snprintf(path, sizeof(path), "%s", cfg->scratch_dir);
+	else
+		snprintf(path, sizeof(path), "%s/scratch", st->data_dir);
+	rc = fetch_cache_new(st->store, path, cfg->fetch_cache_bytes, &st->fc);
+	if (rc)
+		goto fail;
 	st->streams = stream_table_new();
 	st->backlog = backlog_new(cfg->backlog_bytes, &st->stats);
 	st->tc = tailcache_new(cfg->tail_cache_bytes, &st->stats);
@@ -449,6 +490,23 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 		ac.recover = st->recover;
 		ac.halted = restart_class;
 		ac.arg = st;
+		ac.period_ns = cfg->audit_period_ns;
+		ac.settle.store = st->store;
+		ac.settle.kv = st->kv;
+		ac.settle.stats = &st->stats;
+		ac.settle.fc = st->fc;
+		ac.settle.fetch_budget = cfg->fetch_cache_bytes;
+		ac.settle.trigger_bytes = cfg->settle_trigger_bytes;
+		ac.settle.output_cap_bytes = cfg->output_cap_bytes;
+		ac.settle.read_grace_ns = cfg->read_grace_ns;
+		memcpy(ac.settle.age_cap_ns, cfg->age_cap_ns, sizeof(ac.settle.age_cap_ns));
+		ac.settle.workers = cfg->settle_workers;
+		ac.settle.settled = on_settled;
+		ac.settle.arg = st;
+		ac.trim.store = st->store;
+		ac.trim.kv = st->kv;
+		ac.trim.stats = &st->stats;
+		ac.trim.read_grace_ns = cfg->read_grace_ns;
 		rc = auditor_new(&ac, &st->auditor);
 		if (rc)
 			goto fail;
@@ -511,6 +569,7 @@ int star_close(struct star *st)
 		}
 	}
 	read_engine_free(st->re);
+	fetch_cache_free(st->fc);
 	tailcache_free(st->tc);
 	backlog_free(st->backlog);
 	stream_table_free(st->streams);
@@ -613,16 +672,29 @@ static int load_stream(struct star *st, const struct meta_stream *ms, struct nv_
 	if (rc == 0) {
 		end_seq = r.end_seq;
 		end_byte = r.end_byte;
-	} else if (rc != -ENOENT) {
+	} else if (rc == -ENOENT) {
+		/* No rows: empty, or trimmed to the end (its rows reclaimed). */
+		end_seq = ms->trim_seq;
+		end_byte = ms->trim_byte;
+	} else {
 		meta_ref_clear(&r);
 		nv_log(NV_ERR, NV_SUB_MAIN, "stream %s/%s (%llu): reading its refs failed: %s",
 		       ms->bucket, ms->name, (unsigned long long)ms->id, strerror(-rc));
 		return rc == -EBADMSG ? -EIO : rc;
 	}
 	meta_ref_clear(&r);
-	s = stream_alloc();
-	if (!s)
-		return -ENOMEM;
+	{
+		uint64_t sseq, sbyte;
+
+		rc = meta_ref_settled_end(st->kv, ms->id, &sseq, &sbyte);
+		if (rc)
+			return rc == -EBADMSG ? -EIO : rc;
+		s = stream_alloc();
+		if (!s)
+			return -ENOMEM;
+		atomic_store(&s->settled_seq, sseq);
+		atomic_store(&s->settled_byte, sbyte);
+	}
 	s->id = ms->id;
 	snprintf(s->bucket, sizeof(s->bucket), "%s", ms->bucket);
 	snprintf(s->name, sizeof(s->name), "%s", ms->name);
@@ -794,4 +866,167 @@ int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t 
 struct reader *star_reader_new(struct star *st, struct nv_stream *s)
 {
 	return reader_new(st->re, s);
+}
+
+/* ------------------------------------------------------------ trim */
+
+static int trim_to(struct star *st, struct nv_stream *s, uint64_t seq, uint64_t byte,
+		   uint64_t *old_byte)
+{
+	uint64_t cur_seq, cur_byte;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	cur_seq = atomic_load(&s->trim_seq);
+	cur_byte = atomic_load(&s->trim_byte);
+	pthread_mutex_unlock(&s->lock);
+	if (old_byte)
+		*old_byte = cur_byte;
+	if (byte <= cur_byte && seq <= cur_seq)
+		return 0;
+	if (seq < cur_seq)
+		seq = cur_seq;
+	if (byte < cur_byte)
+		byte = cur_byte;
+	rc = meta_stream_set_trim(st->kv, s->id, seq, byte);
+	if (rc == -ERANGE)
+		return -EINVAL;
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	if (byte > atomic_load(&s->trim_byte)) {
+		atomic_store(&s->trim_seq, seq);
+		atomic_store(&s->trim_byte, byte);
+	}
+	pthread_mutex_unlock(&s->lock);
+	nv_log(NV_INFO, NV_SUB_TRIM, "stream %s/%s (%llu) trimmed to seq %llu, byte %llu",
+	       s->bucket, s->name, (unsigned long long)s->id, (unsigned long long)seq,
+	       (unsigned long long)byte);
+	if (st->auditor)
+		auditor_nudge(st->auditor);
+	return 0;
+}
+
+int star_stream_trim_bytes(struct star *st, struct nv_stream *s, uint64_t byte,
+			   uint64_t *old_byte)
+{
+	uint64_t seq, start;
+	int rc;
+
+	if (byte > stream_acked_byte(s))
+		byte = stream_acked_byte(s);
+	if (byte <= atomic_load(&s->trim_byte)) {
+		if (old_byte)
+			*old_byte = atomic_load(&s->trim_byte);
+		return 0;
+	}
+	/* The record holding `byte` is the first one kept. */
+	rc = read_locate_record(st->re, s, false, byte, &seq, &start);
+	if (rc)
+		return rc;
+	return trim_to(st, s, seq, byte, old_byte);
+}
+
+int star_stream_trim_seq(struct star *st, struct nv_stream *s, uint64_t seq,
+			 uint64_t *old_byte)
+{
+	uint64_t got_seq, byte;
+	int rc;
+
+	if (seq < atomic_load(&s->trim_seq))
+		return -EINVAL; /* never backwards */
+	if (seq == atomic_load(&s->trim_seq)) {
+		if (old_byte)
+			*old_byte = atomic_load(&s->trim_byte);
+		return 0;
+	}
+	rc = read_locate_record(st->re, s, true, seq, &got_seq, &byte);
+	if (rc)
+		return rc;
+	return trim_to(st, s, seq, byte, old_byte);
+}
+
+/* ------------------------------------------------------------ layout */
+
+struct layout_arg {
+	json_t *spans;
+	json_t *objs;
+	uint64_t nspans, ncat;
+};
+
+static int layout_row(void *arg, const struct meta_ref *r)
+{
+	struct layout_arg *a = arg;
+
+	if (r->kind == META_REF_CATALOG) {
+		a->ncat++;
+		for (uint32_t i = 0; i < r->nobjs; i++) {
+			char key[META_SETTLED_KEY_MAX];
+			json_t *o = json_object();
+
+			meta_settled_key(key, sizeof(key), r->bucket, r->stream_id, r->objs[i].epoch,
+					 r->objs[i].first_seq, r->objs[i].rev);
+			json_object_set_new(o, "key", json_string(key));
+			json_object_set_new(o, "first_seq", json_integer((json_int_t)r->objs[i].first_seq));
+			json_object_set_new(o, "end_seq",
+					    json_integer((json_int_t)meta_ref_obj_end_seq(r, i)));
+			json_object_set_new(o, "first_byte",
+					    json_integer((json_int_t)r->objs[i].first_byte));
+			json_object_set_new(o, "bytes",
+					    json_integer((json_int_t)(meta_ref_obj_end_byte(r, i) -
+								      r->objs[i].first_byte)));
+			json_object_set_new(o, "stored_bytes",
+					    json_integer((json_int_t)r->objs[i].footer_off));
+			json_array_append_new(a->objs, o);
+		}
+	} else {
+		json_t *o = json_object();
+
+		a->nspans++;
+		json_object_set_new(o, "first_seq", json_integer((json_int_t)r->first_seq));
+		json_object_set_new(o, "end_seq", json_integer((json_int_t)r->end_seq));
+		json_object_set_new(o, "bytes", json_integer((json_int_t)(r->end_byte - r->first_byte)));
+		json_object_set_new(o, "epoch", json_integer((json_int_t)r->epoch));
+		json_object_set_new(o, "slots", json_integer((json_int_t)r->nslots));
+		json_array_append_new(a->spans, o);
+	}
+	return 0;
+}
+
+char *star_stream_layout(struct star *st, struct nv_stream *s, int *err)
+{
+	struct layout_arg a = { json_array(), json_array(), 0, 0 };
+	json_t *doc = json_object();
+	char *out = NULL;
+	int rc;
+
+	if (!doc || !a.spans || !a.objs) {
+		*err = -ENOMEM;
+		goto done;
+	}
+	rc = meta_ref_list(st->kv, s->id, 0, 0, layout_row, &a);
+	if (rc) {
+		*err = rc;
+		goto done;
+	}
+	json_object_set_new(doc, "stream", json_integer((json_int_t)s->id));
+	json_object_set_new(doc, "seq", json_integer((json_int_t)atomic_load(&s->acked_seq)));
+	json_object_set_new(doc, "bytes", json_integer((json_int_t)stream_acked_byte(s)));
+	json_object_set_new(doc, "frontier", json_integer((json_int_t)atomic_load(&s->frontier_seq)));
+	json_object_set_new(doc, "settled", json_integer((json_int_t)atomic_load(&s->settled_seq)));
+	json_object_set_new(doc, "trim_seq", json_integer((json_int_t)atomic_load(&s->trim_seq)));
+	json_object_set_new(doc, "trim_byte", json_integer((json_int_t)atomic_load(&s->trim_byte)));
+	json_object_set_new(doc, "span_refs", json_integer((json_int_t)a.nspans));
+	json_object_set_new(doc, "catalog_rows", json_integer((json_int_t)a.ncat));
+	json_object_set_new(doc, "settled_objects", a.objs);
+	json_object_set_new(doc, "spans", a.spans);
+	a.objs = a.spans = NULL;
+	out = json_dumps(doc, JSON_COMPACT);
+	if (!out)
+		*err = -ENOMEM;
+done:
+	json_decref(a.spans);
+	json_decref(a.objs);
+	json_decref(doc);
+	return out;
 }

@@ -61,6 +61,15 @@ struct star_cfg {
 	unsigned readahead;
 	unsigned absorb_batch_slots;
 	uint64_t age_cap_ns[NV_CLASS_COUNT];
+	/* Settlement (engine/settle.h, engine/trim.h). */
+	uint64_t settle_trigger_bytes;
+	uint64_t settle_linger_ns;
+	uint64_t output_cap_bytes;
+	uint64_t read_grace_ns;
+	uint64_t fetch_cache_bytes;
+	const char *scratch_dir;   /* NULL: DATA_DIR/scratch */
+	unsigned settle_workers;
+	uint64_t audit_period_ns;
 	/* Called after a stream's acked end moved (chain.h); may be NULL. */
 	void (*acked)(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
 	void *acked_arg;
@@ -91,6 +100,7 @@ struct star_gauges {
 	uint64_t read_cache_bytes;
 	uint64_t streams_loaded;
 	uint64_t slots_live; /* slots written by this star's chains, not deleted */
+	uint64_t fetch_cache_bytes;
 };
 void star_get_gauges(struct star *st, struct star_gauges *g);
 
@@ -143,6 +153,23 @@ int star_stream_by_id(struct star *st, uint64_t id, struct nv_stream **out)
 int star_stream_delete(struct star *st, struct nv_stream *s) __attribute__((warn_unused_result));
 int star_stream_list(struct star *st, const char *bucket, const char *after,
 		     meta_stream_fn fn, void *arg) __attribute__((warn_unused_result));
+/*
+ * Trim the stream's head (DESIGN.md 5: a hole punch).  By byte: records
+ * wholly below `byte` are gone and [0, byte) reads as zeros.  By seq:
+ * records below `seq` are gone.  Never backwards: a point at or below the
+ * current one is a no-op for bytes and -EINVAL for seqs; past the acked
+ * end is -EINVAL.  On 0, *old_byte (may be NULL) is the previous trim
+ * byte.
+ */
+int star_stream_trim_bytes(struct star *st, struct nv_stream *s, uint64_t byte,
+			   uint64_t *old_byte) __attribute__((warn_unused_result));
+int star_stream_trim_seq(struct star *st, struct nv_stream *s, uint64_t seq,
+			 uint64_t *old_byte) __attribute__((warn_unused_result));
+
+/* user.nova.layout: a JSON document of the stream's rows and objects
+ * (caller frees).  NULL on error (*err). */
+char *star_stream_layout(struct star *st, struct nv_stream *s, int *err);
+
 /* Change the class of an empty stream: -ENOTEMPTY once it holds records. */
 int star_stream_set_class(struct star *st, struct nv_stream *s, unsigned cls)
 	__attribute__((warn_unused_result));

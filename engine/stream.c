@@ -309,3 +309,28 @@ int stream_pend_find_byte(const struct nv_stream *s, uint64_t byte, struct strea
 	}
 	return 0;
 }
+
+int stream_pend_find_seq(const struct nv_stream *s, uint64_t seq, struct stream_pend *out)
+{
+	uint32_t lo = 0, hi = s->pend_n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct stream_pend *p = &s->pend[(s->pend_head + mid) % s->pend_cap];
+
+		if (p->first_seq <= seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -ENOENT;
+	{
+		const struct stream_pend *p = &s->pend[(s->pend_head + lo - 1) % s->pend_cap];
+
+		if (seq >= p->first_seq + p->nrec)
+			return -ENOENT;
+		*out = *p;
+	}
+	return 0;
+}

@@ -13,6 +13,7 @@
  * Positions, always in this order:
  *
  *   trim <= frontier <= acked <= admitted        (seq and byte alike)
+ *   settled <= frontier: history below settled is in settled objects
  *   |  gone | cold: refs | hot: tail window | in flight, unacked |
  *
  * Locking: s->lock guards every field marked "lock".  The acked,
@@ -80,6 +81,7 @@ struct nv_stream {
 	_Atomic uint64_t acked_seq, acked_byte;
 	_Atomic uint64_t frontier_seq, frontier_byte;
 	_Atomic uint64_t trim_seq, trim_byte;
+	_Atomic uint64_t settled_seq, settled_byte; /* end of settled history */
 	_Atomic uint64_t mtime_ns; /* time of the last acknowledged append */
 
 	/* Bits owned by the layer above the engine (fs/): the engine never
@@ -130,6 +132,8 @@ int stream_pend_push(struct nv_stream *s, const struct stream_pend *p)
 void stream_pend_pop_below(struct nv_stream *s, uint64_t end_seq);
 /* Find the run holding byte (lock held): 0 and *out, or -ENOENT. */
 int stream_pend_find_byte(const struct nv_stream *s, uint64_t byte, struct stream_pend *out);
+/* Find the run holding record seq (lock held): 0 and *out, or -ENOENT. */
+int stream_pend_find_seq(const struct nv_stream *s, uint64_t seq, struct stream_pend *out);
 
 static inline uint64_t stream_acked_byte(const struct nv_stream *s)
 {

@@ -26,6 +26,8 @@
 #include "src/base/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1031,10 +1033,72 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	}
 	xattr_target(n, &t);
 	rc = fs_xattr_set(fs->star, &t, name, value, size);
+	if (!rc && fs->se && n->kind == FS_NODE_STREAM && !strcmp(name, "user.nova.trim"))
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0); /* the hole reads as zeros */
 	if (rc && rc != -ENOTSUP)
 		nv_log(NV_INFO, NV_SUB_FS, "setxattr %s on inode %llu refused: %s", name,
 		       (unsigned long long)ino, strerror(-rc));
 	fuse_reply_err(req, nova_fs_errno(rc));
+}
+
+/* Trim is a hole punch at the head (DESIGN.md 5): FALLOC_FL_PUNCH_HOLE |
+ * FALLOC_FL_KEEP_SIZE over a range that starts inside the existing head
+ * hole.  Anything else fallocate can ask is refused: the size never
+ * changes except by appending. */
+static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *n = node_find(fs, ino);
+	uint64_t old = 0, end;
+	int rc;
+
+	if (!n || n->kind != FS_NODE_STREAM) {
+		fuse_reply_err(req, n ? EISDIR : ESTALE);
+		return;
+	}
+	if (mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) || off < 0 || len <= 0) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if ((uint64_t)off > atomic_load(&n->stream->trim_byte)) {
+		nv_log(NV_DEBUG, NV_SUB_FS, "%s/%s: hole at %lld is not at the head: refused",
+		       n->stream->bucket, n->stream->name, (long long)off);
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	end = (uint64_t)off + (uint64_t)len;
+	rc = star_stream_trim_bytes(fs->star, n->stream, end, &old);
+	if (!rc && fs->se && end > old)
+		/* Cached pages of the trimmed range now read as zeros. */
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, (off_t)end);
+	fuse_reply_err(req, nova_fs_errno(rc));
+}
+
+/* SEEK_DATA / SEEK_HOLE: the only hole is the trimmed head. */
+static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	uint64_t size = stream_acked_byte(f->stream);
+	uint64_t trim = atomic_load(&f->stream->trim_byte);
+
+	if (off < 0 || (uint64_t)off >= size) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	if (whence == SEEK_DATA) {
+		uint64_t at = (uint64_t)off < trim ? trim : (uint64_t)off;
+
+		if (at >= size)
+			fuse_reply_err(req, ENXIO);
+		else
+			fuse_reply_lseek(req, (off_t)at);
+	} else if (whence == SEEK_HOLE) {
+		fuse_reply_lseek(req, (uint64_t)off < trim ? off : (off_t)size);
+	} else {
+		fuse_reply_err(req, EINVAL);
+	}
 }
 
 static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -1084,6 +1148,8 @@ static const struct fuse_lowlevel_ops ops = {
 	.listxattr = fs_listxattr,
 	.removexattr = fs_removexattr,
 	.create = fs_create,
+	.fallocate = fs_fallocate,
+	.lseek = fs_lseek,
 };
 
 const struct fuse_lowlevel_ops *nova_fs_ops(void)

@@ -16,7 +16,8 @@
 
 #define PFX "user.nova."
 
-static const char *const stream_names[] = { "seq", "frontier", "class", "epoch", NULL };
+static const char *const stream_names[] = { "seq",  "frontier", "settled", "trim",
+					     "class", "epoch",    "layout",  NULL };
 static const char *const bucket_names[] = { "class", NULL };
 static const char *const root_names[] = { "stats", NULL };
 
@@ -58,6 +59,7 @@ static int stats_json(struct star *st, struct nv_buf *out)
 	json_object_set_new(o, "read_cache_bytes", json_integer((json_int_t)g.read_cache_bytes));
 	json_object_set_new(o, "streams_loaded", json_integer((json_int_t)g.streams_loaded));
 	json_object_set_new(o, "slots_live", json_integer((json_int_t)g.slots_live));
+	json_object_set_new(o, "fetch_cache_bytes", json_integer((json_int_t)g.fetch_cache_bytes));
 	s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
 	json_decref(o);
 	if (!s)
@@ -102,6 +104,23 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 		if (!strcmp(n, "frontier"))
 			return nv_buf_printf(out, "%llu",
 					     (unsigned long long)atomic_load(&s->frontier_seq));
+		if (!strcmp(n, "settled"))
+			return nv_buf_printf(out, "%llu",
+					     (unsigned long long)atomic_load(&s->settled_seq));
+		if (!strcmp(n, "trim"))
+			return nv_buf_printf(out, "%llu",
+					     (unsigned long long)atomic_load(&s->trim_seq));
+		if (!strcmp(n, "layout")) {
+			int err = 0;
+			char *doc = star_stream_layout(st, s, &err);
+			int rc;
+
+			if (!doc)
+				return err ? err : -ENOMEM;
+			rc = nv_buf_add(out, doc, strlen(doc));
+			free(doc);
+			return rc;
+		}
 		if (!strcmp(n, "class"))
 			return nv_buf_printf(out, "%s", nv_class_name(cls));
 		if (!strcmp(n, "epoch"))
@@ -122,6 +141,23 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 	if (strncmp(name, PFX, sizeof(PFX) - 1))
 		return -ENOTSUP; /* novafs stores no other attributes */
 	n = name + sizeof(PFX) - 1;
+	if (!strcmp(n, "trim") && t->kind == FS_NODE_STREAM) {
+		char num[32];
+		char *end;
+		unsigned long long seq;
+
+		while (size && (value[size - 1] == '\n' || value[size - 1] == 0))
+			size--;
+		if (size == 0 || size >= sizeof(num))
+			return -EINVAL;
+		memcpy(num, value, size);
+		num[size] = 0;
+		errno = 0;
+		seq = strtoull(num, &end, 10);
+		if (*end || errno || num[0] == '-')
+			return -EINVAL;
+		return star_stream_trim_seq(st, t->stream, seq, NULL);
+	}
 	if (!strcmp(n, "class") && t->kind != FS_NODE_ROOT) {
 		if (nv_class_parse(value, size, &cls))
 			return -EINVAL;

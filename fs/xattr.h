@@ -2,8 +2,8 @@
  * xattr.h - the user.nova.* extended attributes.
  *
  * For: reading engine state and administering it from getfattr and
- * setfattr.  Per stream: seq, frontier, class (writable while empty),
- * epoch; on a bucket: class (the default for new streams); on the root:
+ * setfattr.  Per stream: seq, frontier, settled, trim (writable), class
+ * (writable while empty), epoch, layout (JSON); on a bucket: class (the default for new streams); on the root:
  * stats (a JSON document).  Anything else under user.nova. is unknown
  * (ENODATA to read, ENOTSUP to write); other namespaces are not stored
  * (ENODATA / ENOTSUP).  Not for: the FUSE plumbing of size probes

@@ -128,3 +128,15 @@ int key_marker(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch,
 
 	return rc ? rc : nv_tup_add_u64(b, first_slot);
 }
+
+int key_reclaim_stream_space(struct nv_buf *b)
+{
+	return tag(b, "rcl");
+}
+
+int key_reclaim_stream(struct nv_buf *b, uint64_t stream)
+{
+	int rc = tag(b, "rcl");
+
+	return rc ? rc : nv_tup_add_u64(b, stream);
+}

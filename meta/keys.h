@@ -19,6 +19,10 @@
  *   ("chn", class, star, epoch)              chain row        chains.c
  *   ("mrk", class, star, epoch, first_slot)  batch marker     markers.c
  *   ("star", star)                           star registry    stars.c
+ *   ("cur", class, star, epoch)              chain cursors    cursors.c
+ *   ("gc", due_ns, object key)               reclaim queue    cursors.c
+ *   ("rcl", stream_id)                       stream history   streams.c
+ *                                            to reclaim
  *
  * Invariants:
  *  1. No two spaces share a tag, and a tag is never a prefix of another
@@ -49,6 +53,8 @@ int key_ref_byte(struct nv_buf *b, uint64_t stream, uint64_t first_byte)
 	__attribute__((warn_unused_result));
 int key_ref_bytes_of(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
 int key_mint(struct nv_buf *b, unsigned cls, const char *star) __attribute__((warn_unused_result));
+int key_reclaim_stream(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
+int key_reclaim_stream_space(struct nv_buf *b) __attribute__((warn_unused_result));
 int key_chain(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
 	__attribute__((warn_unused_result));
 int key_chain_space(struct nv_buf *b) __attribute__((warn_unused_result));

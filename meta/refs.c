@@ -15,6 +15,7 @@
 #include "src/base/wire.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,79 @@ void meta_ref_init(struct meta_ref *r)
 void meta_ref_clear(struct meta_ref *r)
 {
 	free(r->slots);
+	free(r->objs);
 	meta_ref_init(r);
+}
+
+int meta_ref_add_obj(struct meta_ref *r, const struct meta_ref_obj *o)
+{
+	if (r->nobjs == META_REF_OBJS_MAX)
+		return -E2BIG;
+	if (r->nobjs == r->objs_cap) {
+		uint32_t ncap = r->objs_cap ? r->objs_cap * 2 : 4;
+		struct meta_ref_obj *p = realloc(r->objs, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		r->objs = p;
+		r->objs_cap = ncap;
+	}
+	r->objs[r->nobjs++] = *o;
+	return 0;
+}
+
+uint32_t meta_ref_obj_for_byte(const struct meta_ref *r, uint64_t byte)
+{
+	uint32_t lo = 0, hi = r->nobjs;
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->objs[mid].first_byte <= byte)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint32_t meta_ref_obj_for_seq(const struct meta_ref *r, uint64_t seq)
+{
+	uint32_t lo = 0, hi = r->nobjs;
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (r->objs[mid].first_seq <= seq)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint64_t meta_ref_obj_end_seq(const struct meta_ref *r, uint32_t i)
+{
+	return i + 1 < r->nobjs ? r->objs[i + 1].first_seq : r->end_seq;
+}
+
+uint64_t meta_ref_obj_end_byte(const struct meta_ref *r, uint32_t i)
+{
+	return i + 1 < r->nobjs ? r->objs[i + 1].first_byte : r->end_byte;
+}
+
+char *meta_settled_key(char *buf, size_t cap, const char *bucket, uint64_t stream,
+		       uint64_t epoch, uint64_t first_seq, uint32_t rev)
+{
+	if (rev)
+		snprintf(buf, cap, "streams/%s/%llu/%016llx/%016llx~%u", bucket,
+			 (unsigned long long)stream, (unsigned long long)epoch,
+			 (unsigned long long)first_seq, rev);
+	else
+		snprintf(buf, cap, "streams/%s/%llu/%016llx/%016llx", bucket,
+			 (unsigned long long)stream, (unsigned long long)epoch,
+			 (unsigned long long)first_seq);
+	return buf;
 }
 
 int meta_ref_add_slot(struct meta_ref *r, const struct meta_ref_slot *s)
@@ -96,8 +169,32 @@ int meta_ref_encode(const struct meta_ref *r, struct nv_buf *out)
 		rc = nv_wr_u64(out, r->end_byte);
 	if (!rc)
 		rc = nv_wr_u64(out, r->max_ts);
-	if (!rc)
-		rc = nv_wr_u8(out, r->cls);
+	if (rc)
+		return rc;
+	if (r->kind == META_REF_CATALOG) {
+		rc = nv_wr_str(out, r->bucket);
+		if (!rc)
+			rc = nv_wr_u32(out, r->nobjs);
+		for (uint32_t i = 0; !rc && i < r->nobjs; i++) {
+			const struct meta_ref_obj *o = &r->objs[i];
+
+			rc = nv_wr_u64(out, o->first_seq);
+			if (!rc)
+				rc = nv_wr_u64(out, o->first_byte);
+			if (!rc)
+				rc = nv_wr_u64(out, o->epoch);
+			if (!rc)
+				rc = nv_wr_u32(out, o->rev);
+			if (!rc)
+				rc = nv_wr_u64(out, o->footer_off);
+			if (!rc)
+				rc = nv_wr_u32(out, o->footer_len);
+			if (!rc)
+				rc = nv_wr_u64(out, o->max_ts);
+		}
+		return rc;
+	}
+	rc = nv_wr_u8(out, r->cls);
 	if (!rc)
 		rc = nv_wr_str(out, r->star);
 	if (!rc)
@@ -120,6 +217,42 @@ int meta_ref_encode(const struct meta_ref *r, struct nv_buf *out)
 	return rc;
 }
 
+/* The catalog tail of a value: bucket and objects (refs.h). */
+static int decode_catalog(struct nv_rd *rd, struct meta_ref *r)
+{
+	uint32_t blen, nobjs;
+	const uint8_t *b = nv_rd_bytes(rd, &blen, sizeof(r->bucket) - 1);
+
+	if (!b || blen == 0 || memchr(b, 0, blen) || memchr(b, '/', blen))
+		return -EBADMSG;
+	memcpy(r->bucket, b, blen);
+	r->bucket[blen] = 0;
+	nobjs = nv_rd_u32(rd);
+	if (nv_rd_error(rd) || nobjs == 0 || nobjs > META_REF_OBJS_MAX ||
+	    (uint64_t)nobjs * 48 != nv_rd_left(rd))
+		return -EBADMSG;
+	for (uint32_t i = 0; i < nobjs; i++) {
+		struct meta_ref_obj o;
+
+		o.first_seq = nv_rd_u64(rd);
+		o.first_byte = nv_rd_u64(rd);
+		o.epoch = nv_rd_u64(rd);
+		o.rev = nv_rd_u32(rd);
+		o.footer_off = nv_rd_u64(rd);
+		o.footer_len = nv_rd_u32(rd);
+		o.max_ts = nv_rd_u64(rd);
+		if (i == 0 ? (o.first_seq != r->first_seq || o.first_byte != r->first_byte)
+			   : (o.first_seq <= r->objs[i - 1].first_seq ||
+			      o.first_byte < r->objs[i - 1].first_byte))
+			return -EBADMSG;
+		if (o.first_seq >= r->end_seq || o.first_byte > r->end_byte || o.footer_len == 0)
+			return -EBADMSG;
+		if (meta_ref_add_obj(r, &o))
+			return -ENOMEM;
+	}
+	return nv_rd_done(rd);
+}
+
 int meta_ref_decode(const void *p, size_t n, uint64_t stream, struct meta_ref *r)
 {
 	struct nv_rd rd;
@@ -137,6 +270,20 @@ int meta_ref_decode(const void *p, size_t n, uint64_t stream, struct meta_ref *r
 	r->first_byte = nv_rd_u64(&rd);
 	r->end_byte = nv_rd_u64(&rd);
 	r->max_ts = nv_rd_u64(&rd);
+	if (r->kind == META_REF_CATALOG) {
+		int rc;
+
+		if (nv_rd_error(&rd) || r->end_seq <= r->first_seq || r->end_byte < r->first_byte)
+			goto bad;
+		rc = decode_catalog(&rd, r);
+		if (rc == -ENOMEM) {
+			meta_ref_clear(r);
+			return rc;
+		}
+		if (rc)
+			goto bad;
+		return 0;
+	}
 	r->cls = nv_rd_u8(&rd);
 	star = nv_rd_bytes(&rd, &slen, META_STAR_MAX);
 	if (!star)
@@ -238,6 +385,51 @@ static int ref_floor(struct kv *kv, bool by_byte, uint64_t stream, uint64_t pos,
 	nv_buf_free(&k);
 	nv_buf_free(&lo);
 	nv_buf_free(&v);
+	return rc;
+}
+
+int meta_ref_get(struct kv *kv, uint64_t stream, uint64_t first_seq, struct meta_ref *r,
+		 uint64_t *ver)
+{
+	struct nv_buf k, v;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, KV_VAL_MAX);
+	rc = key_ref(&k, stream, first_seq);
+	if (!rc)
+		rc = kv_get(kv, k.ptr, k.len, &v, ver);
+	if (!rc)
+		rc = meta_ref_decode(v.ptr, v.len, stream, r);
+	if (!rc && r->first_seq != first_seq)
+		rc = -EBADMSG;
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+	return rc;
+}
+
+struct settled_arg {
+	uint64_t seq, byte;
+};
+
+static int settled_visit(void *arg, const struct meta_ref *r)
+{
+	struct settled_arg *a = arg;
+
+	if (r->kind != META_REF_CATALOG)
+		return 1;
+	a->seq = r->end_seq;
+	a->byte = r->end_byte;
+	return 0;
+}
+
+int meta_ref_settled_end(struct kv *kv, uint64_t stream, uint64_t *seq, uint64_t *byte)
+{
+	struct settled_arg a = { 0, 0 };
+	int rc = meta_ref_list(kv, stream, 0, 0, settled_visit, &a);
+
+	*seq = a.seq;
+	*byte = a.byte;
 	return rc;
 }
 

@@ -3,7 +3,10 @@
  * index beside them.
  *
  * For: the metastore's answer to "where are the bytes of stream X at seq
- * S / byte B" below the ref frontier.  A span ref is written by the
+ * S / byte B" below the ref frontier.  A catalog row (written by the
+ * settle, engine/settle.c) shares the keyspace: keyed at the first seq
+ * it covers, it lists a run of settled objects; a floor lookup lands on
+ * either kind and the read has the same shape from both.  A span ref is written by the
  * absorb per (batch, stream): keyed (stream, first seq of the stream in
  * the batch), it carries the chain identity (class, star, epoch), the
  * seq and byte extent [first, end), the newest record timestamp, and a
@@ -38,7 +41,9 @@
 #include "meta/kv.h"
 
 #define META_REF_SPAN 1
+#define META_REF_CATALOG 2
 #define META_REF_SLOTS_MAX 65536
+#define META_REF_OBJS_MAX 1024 /* settled objects per catalog row */
 
 struct meta_ref_slot {
 	uint64_t slot;
@@ -48,9 +53,25 @@ struct meta_ref_slot {
 	uint32_t footer_len;
 };
 
+/*
+ * One settled object of a catalog row.  Its key is derived, never stored:
+ * streams/<bucket>/<stream id>/<epoch: 16 hex>/<first_seq: 16 hex>[~<rev>]
+ * (meta_settled_key()); rev 0 has no suffix.  The object ends where the
+ * next one (or the row) begins.
+ */
+struct meta_ref_obj {
+	uint64_t first_seq;
+	uint64_t first_byte;
+	uint64_t epoch;      /* of the era that first wrote it */
+	uint32_t rev;        /* 0, then 1, 2... for tail extensions */
+	uint64_t footer_off; /* its footer window */
+	uint32_t footer_len;
+	uint64_t max_ts;
+};
+
 struct meta_ref {
 	uint64_t stream_id;
-	uint8_t kind; /* META_REF_SPAN */
+	uint8_t kind; /* META_REF_SPAN or META_REF_CATALOG */
 	uint64_t first_seq, end_seq;
 	uint64_t first_byte, end_byte;
 	uint64_t max_ts;
@@ -60,7 +81,27 @@ struct meta_ref {
 	uint32_t nslots;
 	uint32_t slots_cap;
 	struct meta_ref_slot *slots; /* owned; meta_ref_clear() frees */
+	/* META_REF_CATALOG: */
+	char bucket[64];             /* the stream's bucket, for object keys */
+	uint32_t nobjs;
+	uint32_t objs_cap;
+	struct meta_ref_obj *objs;   /* owned */
 };
+
+/* Append a settled object to a catalog row.  0, -ENOMEM, -E2BIG. */
+int meta_ref_add_obj(struct meta_ref *r, const struct meta_ref_obj *o)
+	__attribute__((warn_unused_result));
+/* Index of the object holding byte / seq (inside the row). */
+uint32_t meta_ref_obj_for_byte(const struct meta_ref *r, uint64_t byte);
+uint32_t meta_ref_obj_for_seq(const struct meta_ref *r, uint64_t seq);
+/* End seq/byte of object i (the next object's start, or the row's end). */
+uint64_t meta_ref_obj_end_seq(const struct meta_ref *r, uint32_t i);
+uint64_t meta_ref_obj_end_byte(const struct meta_ref *r, uint32_t i);
+
+/* The derived key of a settled object into buf (cap >= META_SETTLED_KEY_MAX). */
+#define META_SETTLED_KEY_MAX 160
+char *meta_settled_key(char *buf, size_t cap, const char *bucket, uint64_t stream,
+		       uint64_t epoch, uint64_t first_seq, uint32_t rev);
 
 void meta_ref_init(struct meta_ref *r);
 void meta_ref_clear(struct meta_ref *r); /* frees slots, re-inits */
@@ -81,13 +122,24 @@ int meta_ref_encode(const struct meta_ref *r, struct nv_buf *out)
 int meta_ref_decode(const void *p, size_t n, uint64_t stream, struct meta_ref *r)
 	__attribute__((warn_unused_result));
 
-/* Add the ref row and its byte-index row to t. */
+/* Add the ref row and its byte-index row to t (either kind). */
 int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
 	__attribute__((warn_unused_result));
 /* Add the deletion of both rows of the ref at (stream, first_seq,
  * first_byte) to t. */
 int meta_ref_txn_del(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
 		     uint64_t first_byte) __attribute__((warn_unused_result));
+
+/* The row keyed exactly (stream, first_seq), with its version (for a
+ * CAS).  0, -ENOENT, -EBADMSG, kv error. */
+int meta_ref_get(struct kv *kv, uint64_t stream, uint64_t first_seq, struct meta_ref *r,
+		 uint64_t *ver) __attribute__((warn_unused_result));
+
+/* Where the stream's settled history ends: the end of its last catalog
+ * row when catalog rows start the stream's rows (they always do), else
+ * 0.  0 and *seq, *byte, or a kv error. */
+int meta_ref_settled_end(struct kv *kv, uint64_t stream, uint64_t *seq, uint64_t *byte)
+	__attribute__((warn_unused_result));
 
 /* The ref with the greatest first_seq <= seq / first_byte <= byte, or the
  * stream's last ref.  r initialised by the caller.  0, -ENOENT, -EBADMSG,

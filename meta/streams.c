@@ -587,6 +587,23 @@ int meta_stream_create(struct kv *kv, const char *bucket, const char *name,
 	return rc;
 }
 
+struct trim_arg {
+	uint64_t seq, byte;
+};
+
+static int set_trim_fn(struct meta_stream *s, void *arg)
+{
+	struct trim_arg *t = arg;
+
+	if (t->seq < s->trim_seq)
+		return -ERANGE;
+	if (t->seq == s->trim_seq)
+		return 1;
+	s->trim_seq = t->seq;
+	s->trim_byte = t->byte;
+	return 0;
+}
+
 /* Rewrite a stream row under a compare of the version read; mutate()
  * edits it and may refuse with an errno. */
 static int stream_update(struct kv *kv, uint64_t id,
@@ -633,6 +650,12 @@ static int stream_update(struct kv *kv, uint64_t id,
 			if (!rc)
 				rc = kv_txn_del(t, b.k2.ptr, b.k2.len);
 		}
+		/* Deleted or trimmed history: queue its reclamation (trim.c). */
+		if (!rc && (drop_name || mutate == set_trim_fn)) {
+			rc = key_reclaim_stream(&b.k3, id);
+			if (!rc)
+				rc = kv_txn_put(t, b.k3.ptr, b.k3.len, "", 0);
+		}
 		if (!rc)
 			rc = kv_txn_commit(kv, t, NULL);
 		kv_txn_free(t);
@@ -657,23 +680,6 @@ int meta_stream_set_class(struct kv *kv, uint64_t id, unsigned cls)
 	if (cls >= NV_CLASS_COUNT)
 		return -EINVAL;
 	return stream_update(kv, id, set_class_fn, &cls, false, 0);
-}
-
-struct trim_arg {
-	uint64_t seq, byte;
-};
-
-static int set_trim_fn(struct meta_stream *s, void *arg)
-{
-	struct trim_arg *t = arg;
-
-	if (t->seq < s->trim_seq)
-		return -ERANGE;
-	if (t->seq == s->trim_seq)
-		return 1;
-	s->trim_seq = t->seq;
-	s->trim_byte = t->byte;
-	return 0;
 }
 
 int meta_stream_set_trim(struct kv *kv, uint64_t id, uint64_t seq, uint64_t byte)
@@ -812,4 +818,79 @@ int meta_stream_list_all(struct kv *kv, meta_stream_fn fn, void *arg)
 	nv_buf_free(&end);
 	free(a);
 	return rc < 0 ? rc : 0;
+}
+
+struct rcl_page {
+	uint64_t ids[128];
+	int n;
+};
+
+static int rcl_visit(void *arg, const uint8_t *key, size_t klen, const uint8_t *val,
+		     size_t vlen, uint64_t ver)
+{
+	struct rcl_page *pg = arg;
+	struct nv_tup_rd r;
+	char tagbuf[8];
+
+	nv_tup_rd_init(&r, key, klen);
+	if (nv_tup_get_str(&r, tagbuf, sizeof(tagbuf), NULL) ||
+	    nv_tup_get_u64(&r, &pg->ids[pg->n]))
+		return -EBADMSG;
+	pg->n++;
+	return pg->n == 128 ? 1 : 0;
+}
+
+int meta_reclaim_streams(struct kv *kv, meta_id_fn fn, void *arg)
+{
+	struct rcl_page pg;
+	struct nv_buf start, end;
+	int rc;
+
+	nv_buf_init(&start, KV_KEY_MAX);
+	nv_buf_init(&end, KV_KEY_MAX);
+	rc = key_reclaim_stream_space(&end);
+	if (!rc)
+		rc = nv_tup_prefix_end(&end);
+	if (!rc)
+		rc = key_reclaim_stream(&start, 0);
+	while (!rc) {
+		pg.n = 0;
+		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, 128, false, rcl_visit,
+			      &pg);
+		if (rc < 0)
+			break;
+		rc = 0;
+		for (int i = 0; i < pg.n && !rc; i++)
+			rc = fn(arg, pg.ids[i]);
+		if (rc || pg.n < 128)
+			break;
+		rc = key_reclaim_stream(&start, pg.ids[pg.n - 1] + 1);
+	}
+	nv_buf_free(&start);
+	nv_buf_free(&end);
+	return rc < 0 ? rc : 0;
+}
+
+int meta_reclaim_stream_done(struct kv *kv, uint64_t id, bool drop_row)
+{
+	struct kv_txn *t = kv_txn_new();
+	struct nv_buf k;
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	nv_buf_init(&k, KV_KEY_MAX);
+	rc = key_reclaim_stream(&k, id);
+	if (!rc)
+		rc = kv_txn_del(t, k.ptr, k.len);
+	if (!rc && drop_row) {
+		rc = key_stream_id(&k, id);
+		if (!rc)
+			rc = kv_txn_del(t, k.ptr, k.len);
+	}
+	if (!rc)
+		rc = kv_txn_commit(kv, t, NULL);
+	nv_buf_free(&k);
+	kv_txn_free(t);
+	return rc;
 }

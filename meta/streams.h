@@ -22,6 +22,8 @@
  *     concurrency because creation rewrites the bucket row and deletion
  *     compares its version.
  *  4. trim_seq never decreases (meta_stream_set_trim compares).
+ *  5. Deleting or trimming a stream queues it for reclamation (a
+ *     ("rcl", id) row in the same transaction; engine/trim.c).
  */
 #ifndef NOVAFS_META_STREAMS_H
 #define NOVAFS_META_STREAMS_H
@@ -107,6 +109,16 @@ int meta_stream_list(struct kv *kv, const char *bucket, const char *after,
 /* Visit every stream row (deleted ones too) in id order: for fsck and
  * reclamation. */
 int meta_stream_list_all(struct kv *kv, meta_stream_fn fn, void *arg)
+	__attribute__((warn_unused_result));
+
+/* Streams queued for reclamation (deleted or trimmed), in id order; fn
+ * may call back into the kv. */
+typedef int (*meta_id_fn)(void *arg, uint64_t id);
+int meta_reclaim_streams(struct kv *kv, meta_id_fn fn, void *arg)
+	__attribute__((warn_unused_result));
+/* Done with a queued stream: drop its queue row, and its stream row too
+ * when drop_row (a deleted stream whose history is gone). */
+int meta_reclaim_stream_done(struct kv *kv, uint64_t id, bool drop_row)
 	__attribute__((warn_unused_result));
 
 /* Value codecs, exposed for tests and fuzzing.  Decoders: 0 or -EBADMSG. */

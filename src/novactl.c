@@ -200,8 +200,8 @@ static int cmd_fsck(struct ctl *c)
 
 	rc = fsck_run(c->store, c->kv, &o, &s);
 	printf("fsck: %" PRIu64 " chains, %" PRIu64 " slots, %" PRIu64 " markers, %" PRIu64
-	       " streams, %" PRIu64 " refs",
-	       s.chains, s.slots, s.markers, s.streams, s.refs);
+	       " streams, %" PRIu64 " refs, %" PRIu64 " settled objects",
+	       s.chains, s.slots, s.markers, s.streams, s.refs, s.objects);
 	if (c->full)
 		printf(", %" PRIu64 " chunks verified", s.chunks);
 	printf("; %" PRIu64 " notes, %" PRIu64 " violations\n", s.notes, s.violations);

@@ -56,6 +56,14 @@ struct options {
 	double attr_timeout;
 	unsigned age_cap_standard_s;
 	unsigned age_cap_express_s;
+	unsigned settle_trigger_mib;
+	unsigned settle_linger_s;
+	unsigned output_cap_mib;
+	unsigned read_grace_s;
+	unsigned fetch_cache_mib;
+	char *scratch_dir;
+	unsigned settle_workers;
+	unsigned audit_interval_ms;
 	int show_help;
 	int show_version;
 };
@@ -85,6 +93,14 @@ static const struct fuse_opt nova_opts[] = {
 	OPT("attr_timeout=%lf", attr_timeout),
 	OPT("age_cap_standard_s=%u", age_cap_standard_s),
 	OPT("age_cap_express_s=%u", age_cap_express_s),
+	OPT("settle_trigger_mib=%u", settle_trigger_mib),
+	OPT("settle_linger_s=%u", settle_linger_s),
+	OPT("output_cap_mib=%u", output_cap_mib),
+	OPT("read_grace_s=%u", read_grace_s),
+	OPT("fetch_cache_mib=%u", fetch_cache_mib),
+	OPT("scratch_dir=%s", scratch_dir),
+	OPT("settle_workers=%u", settle_workers),
+	OPT("audit_interval_ms=%u", audit_interval_ms),
 	OPT("-h", show_help),
 	OPT("--help", show_help),
 	OPT("-V", show_version),
@@ -127,8 +143,16 @@ static void usage(const char *prog, const struct options *d)
 	       "    -o absorb_batch=N          max slots per absorb batch (%u)\n"
 	       "    -o max_write_kib=N         largest write request, i.e. record (%u)\n"
 	       "    -o attr_timeout=S          kernel attribute cache seconds (%.1f)\n"
-	       "    -o age_cap_standard_s=N    standard batch markers ripen after (%u)\n"
-	       "    -o age_cap_express_s=N     express batch markers ripen after (%u)\n"
+	       "    -o age_cap_standard_s=N    standard bytes stay in transit at most (%u)\n"
+	       "    -o age_cap_express_s=N     express bytes stay in transit at most (%u)\n"
+	       "    -o settle_trigger_mib=N    settle a stream once it has this much un-settled (%u)\n"
+	       "    -o settle_linger_s=N       ... this long after crossing it, plus jitter (%u)\n"
+	       "    -o output_cap_mib=N        largest settled object (%u)\n"
+	       "    -o read_grace_s=N          delete retired slots and objects this late (%u)\n"
+	       "    -o fetch_cache_mib=N       local scratch for one settle era (%u)\n"
+	       "    -o scratch_dir=DIR         where that scratch lives (DATA_DIR/scratch)\n"
+	       "    -o settle_workers=N        streams assembled at once (%u)\n"
+	       "    -o audit_interval_ms=N     settle and trim-check pass period (%u)\n"
 	       "    -o debug=LIST              debug log for subsystems, joined by '+':\n"
 	       "                               all, %s\n"
 	       "    -o log=FILE                log here (default: stderr with -f, else syslog)\n"
@@ -137,7 +161,9 @@ static void usage(const char *prog, const struct options *d)
 	       prog, dd, d->backlog_mib, d->tail_cache_mib, d->read_cache_mib, d->flight_kib,
 	       d->linger_us, d->put_window, d->put_timeout_s, d->chunk_kib, d->compress,
 	       d->readahead, d->prefetch_threads, d->absorb_batch, d->max_write_kib,
-	       d->attr_timeout, d->age_cap_standard_s, d->age_cap_express_s, subsystems);
+	       d->attr_timeout, d->age_cap_standard_s, d->age_cap_express_s,
+	       d->settle_trigger_mib, d->settle_linger_s, d->output_cap_mib, d->read_grace_s,
+	       d->fetch_cache_mib, d->settle_workers, d->audit_interval_ms, subsystems);
 	printf("FUSE options:\n");
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -165,6 +191,13 @@ static void set_defaults(struct options *o)
 	o->attr_timeout = 1.0;
 	o->age_cap_standard_s = (unsigned)(d.age_cap_ns[NV_CLASS_STANDARD] / NV_NS_PER_S);
 	o->age_cap_express_s = (unsigned)(d.age_cap_ns[NV_CLASS_EXPRESS] / NV_NS_PER_S);
+	o->settle_trigger_mib = (unsigned)(d.settle_trigger_bytes >> 20);
+	o->settle_linger_s = (unsigned)(d.settle_linger_ns / NV_NS_PER_S);
+	o->output_cap_mib = (unsigned)(d.output_cap_bytes >> 20);
+	o->read_grace_s = (unsigned)(d.read_grace_ns / NV_NS_PER_S);
+	o->fetch_cache_mib = (unsigned)(d.fetch_cache_bytes >> 20);
+	o->settle_workers = d.settle_workers;
+	o->audit_interval_ms = (unsigned)(d.audit_period_ns / NV_NS_PER_MS);
 }
 
 static int check_options(const struct options *o)
@@ -185,6 +218,15 @@ static int check_options(const struct options *o)
 		{ "prefetch_threads", o->prefetch_threads, 0, 64 },
 		{ "absorb_batch", o->absorb_batch, 1, 65536 },
 		{ "max_write_kib", o->max_write_kib, 4, 1024 },
+		{ "age_cap_standard_s", o->age_cap_standard_s, 0, 30 * 86400 },
+		{ "age_cap_express_s", o->age_cap_express_s, 0, 30 * 86400 },
+		{ "settle_trigger_mib", o->settle_trigger_mib, 1, 1u << 20 },
+		{ "settle_linger_s", o->settle_linger_s, 0, 86400 },
+		{ "output_cap_mib", o->output_cap_mib, 1, 4096 },
+		{ "read_grace_s", o->read_grace_s, 0, 86400 },
+		{ "fetch_cache_mib", o->fetch_cache_mib, 16, 1u << 20 },
+		{ "settle_workers", o->settle_workers, 1, 64 },
+		{ "audit_interval_ms", o->audit_interval_ms, 10, 3600000 },
 	};
 
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
@@ -356,6 +398,14 @@ int main(int argc, char **argv)
 	scfg.absorb_batch_slots = o.absorb_batch;
 	scfg.age_cap_ns[NV_CLASS_STANDARD] = (uint64_t)o.age_cap_standard_s * NV_NS_PER_S;
 	scfg.age_cap_ns[NV_CLASS_EXPRESS] = (uint64_t)o.age_cap_express_s * NV_NS_PER_S;
+	scfg.settle_trigger_bytes = (uint64_t)o.settle_trigger_mib << 20;
+	scfg.settle_linger_ns = (uint64_t)o.settle_linger_s * NV_NS_PER_S;
+	scfg.output_cap_bytes = (uint64_t)o.output_cap_mib << 20;
+	scfg.read_grace_ns = (uint64_t)o.read_grace_s * NV_NS_PER_S;
+	scfg.fetch_cache_bytes = (uint64_t)o.fetch_cache_mib << 20;
+	scfg.scratch_dir = o.scratch_dir;
+	scfg.settle_workers = o.settle_workers;
+	scfg.audit_period_ns = (uint64_t)o.audit_interval_ms * NV_NS_PER_MS;
 	scfg.acked = nova_fs_acked;
 	scfg.acked_arg = fs;
 	{
@@ -450,5 +500,6 @@ out_args:
 	free(o.star);
 	free(o.debug);
 	free(o.log);
+	free(o.scratch_dir);
 	return ret ? 1 : 0;
 }

@@ -31,6 +31,11 @@ const char *const nv_fp_names[] = {
 	"recover.after_fence",   /* the fence object is down, the cut not recorded */
 	"recover.after_slot",    /* one slot of a stopped chain was absorbed */
 	"recover.before_settled", /* the walk is done, chain not yet marked */
+	"settle.after_publish",  /* a stream's objects are published, not committed */
+	"settle.after_commit",   /* the visibility CAS is done, refs not deleted */
+	"settle.before_resolve", /* an era's streams are done, markers not resolved */
+	"trim.before_delete",    /* slots are about to be deleted */
+	"trim.after_delete",     /* slots are deleted, the cursor not advanced */
 	"store.put",             /* any object PUT, before the backend */
 	"store.get",             /* any ranged GET, before the backend */
 	"meta.commit",           /* any metastore transaction commit */
