@@ -361,6 +361,7 @@ static void release_flight(struct chain *c, struct flight *f)
 		bytes += r->nbytes;
 		if (c->cfg.acked)
 			c->cfg.acked(c->cfg.acked_arg, s, old, r->first_byte + r->nbytes);
+		NV_STAT_ADD(c->cfg.stats, wakes, wake_close(&s->wake));
 		rbuf_unref(r->rb);
 		r->rb = NULL;
 	}

@@ -788,6 +788,8 @@ int star_stream_delete(struct star *st, struct nv_stream *s)
 	s->deleted = true;
 	pthread_mutex_unlock(&s->lock);
 	tailcache_drop_stream(st->tc, s->id);
+	/* Followers end: their next read sees the deletion. */
+	NV_STAT_ADD(&st->stats, wakes, wake_close(&s->wake));
 	nv_log(NV_INFO, NV_SUB_MAIN, "stream %s/%s (%llu) deleted at %llu bytes", s->bucket,
 	       s->name, (unsigned long long)s->id, (unsigned long long)stream_acked_byte(s));
 	return 0;
@@ -855,6 +857,11 @@ int star_append(struct star *st, struct nv_stream *s, const void *body, size_t l
 		pthread_rwlock_unlock(&st->class_lock[cls]);
 	}
 	return rc;
+}
+
+void star_each_stream(struct star *st, void (*fn)(void *arg, struct nv_stream *s), void *arg)
+{
+	stream_table_each(st->streams, fn, arg);
 }
 
 int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,

@@ -174,6 +174,9 @@ char *star_stream_layout(struct star *st, struct nv_stream *s, int *err);
 int star_stream_set_class(struct star *st, struct nv_stream *s, unsigned cls)
 	__attribute__((warn_unused_result));
 
+/* Visit every loaded stream with a temporary reference. */
+void star_each_stream(struct star *st, void (*fn)(void *arg, struct nv_stream *s), void *arg);
+
 /* ------------------------------------------------------------ data */
 
 /* Append one record (chain_append() semantics, the chain picked by the

@@ -38,7 +38,8 @@
 	X(settled_objects)    \
 	X(range_copies)       \
 	X(copy_fallbacks)     \
-	X(wakes)
+	X(wakes)              /* parked readers woken by an edge */      \
+	X(parked_readers)     /* gauge: follow-view reads parked now */
 
 struct nv_stats {
 #define NV_STATS_DECL(name) _Atomic uint64_t name;

@@ -58,6 +58,7 @@ static struct stream_node *node_of(struct nv_stream *s)
 
 static void stream_free(struct nv_stream *s)
 {
+	wake_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s->pend);
 	free(node_of(s));
@@ -93,6 +94,7 @@ struct nv_stream *stream_alloc(void)
 		return NULL;
 	atomic_init(&n->s.refs, 1);
 	pthread_mutex_init(&n->s.lock, NULL);
+	wake_init(&n->s.wake);
 	return &n->s;
 }
 

@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/wake.h"
 #include "meta/streams.h"
 
 struct stream_table;
@@ -83,6 +84,10 @@ struct nv_stream {
 	_Atomic uint64_t trim_seq, trim_byte;
 	_Atomic uint64_t settled_seq, settled_byte; /* end of settled history */
 	_Atomic uint64_t mtime_ns; /* time of the last acknowledged append */
+
+	/* Closed at every ack that moves acked_byte, at deletion and at
+	 * shutdown (wake.h). */
+	struct wake wake;
 
 	/* Bits owned by the layer above the engine (fs/): the engine never
 	 * reads them. */

@@ -21,11 +21,13 @@
  */
 #include "config.h"
 #include "fs/fs.h"
+#include "fs/follow.h"
 #include "fs/xattr.h"
 #include "meta/streams.h"
 #include "src/base/log.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <pthread.h>
@@ -53,6 +55,7 @@ struct fs_node {
 };
 
 struct fs_file {
+	int kind;                 /* FS_FILE_PLAIN: must stay first (fs.h) */
 	struct fs_node *node;
 	struct nv_stream *stream; /* a reference */
 	struct reader *reader;
@@ -84,6 +87,8 @@ struct nova_fs {
 	pthread_mutex_t lock;
 	struct fs_node *buckets[1024]; /* lock: the node table */
 	struct fs_node root;
+	struct fs_node follow_root;   /* MOUNT/.follow */
+	struct follow *follow;        /* the follow view's worker */
 	pthread_key_t bufkey;         /* per-thread read buffer */
 	struct timespec started;      /* the root's times */
 };
@@ -122,6 +127,8 @@ static struct fs_node *node_find(struct nova_fs *fs, fuse_ino_t ino)
 
 	if (ino == FUSE_ROOT_ID)
 		return &fs->root;
+	if (ino == FS_INO_FOLLOW)
+		return &fs->follow_root;
 	pthread_mutex_lock(&fs->lock);
 	for (n = fs->buckets[node_hash(ino)]; n; n = n->hnext)
 		if (n->ino == ino)
@@ -168,7 +175,7 @@ static void node_forget(struct nova_fs *fs, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct fs_node **pp, *n = NULL;
 
-	if (ino == FUSE_ROOT_ID)
+	if (ino == FUSE_ROOT_ID || ino == FS_INO_FOLLOW)
 		return;
 	pthread_mutex_lock(&fs->lock);
 	for (pp = &fs->buckets[node_hash(ino)]; *pp; pp = &(*pp)->hnext) {
@@ -258,8 +265,38 @@ static int node_stat(struct nova_fs *fs, struct fs_node *n, struct stat *st)
 	case FS_NODE_STREAM:
 		stat_stream(fs, n->stream, st);
 		return 0;
+	case FS_NODE_FOLLOW_ROOT:
+		stat_root(fs, st);
+		st->st_ino = FS_INO_FOLLOW;
+		st->st_mode = S_IFDIR | 0555;
+		return 0;
+	case FS_NODE_FOLLOW_BUCKET:
+		rc = star_bucket_get(fs->star, n->bucket, &b);
+		if (rc)
+			return rc;
+		stat_bucket(fs, n->ino, &b, st);
+		st->st_mode = S_IFDIR | 0555;
+		return 0;
+	case FS_NODE_FOLLOW_STREAM:
+		/* st_size is the acked size, so tail can seek (follow.h). */
+		stat_stream(fs, n->stream, st);
+		st->st_ino = n->ino;
+		st->st_mode = S_IFREG | 0444;
+		return 0;
 	}
 	return -EIO;
+}
+
+static bool is_follow(const struct fs_node *n)
+{
+	return n->kind >= FS_NODE_FOLLOW_ROOT;
+}
+
+/* Follow-view files change size without writes through them: the kernel
+ * must not cache their attributes. */
+static double attr_timeout_of(const struct nova_fs *fs, const struct fs_node *n)
+{
+	return n->kind == FS_NODE_FOLLOW_STREAM ? 0.0 : fs->cfg.attr_timeout;
 }
 
 static void reply_entry(fuse_req_t req, struct nova_fs *fs, const struct stat *st)
@@ -270,7 +307,8 @@ static void reply_entry(fuse_req_t req, struct nova_fs *fs, const struct stat *s
 	e.ino = st->st_ino;
 	e.generation = 1;
 	e.attr = *st;
-	e.attr_timeout = fs->cfg.attr_timeout;
+	e.attr_timeout = (st->st_ino & FS_INO_FOLLOW_BIT) && S_ISREG(st->st_mode)
+				 ? 0.0 : fs->cfg.attr_timeout;
 	e.entry_timeout = fs->cfg.entry_timeout;
 	fuse_reply_entry(req, &e);
 }
@@ -343,7 +381,50 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	if (p->kind == FS_NODE_ROOT) {
+	if (p->kind == FS_NODE_ROOT && !strcmp(name, ".follow")) {
+		node_stat(fs, &fs->follow_root, &st);
+		reply_entry(req, fs, &st);
+	} else if (p->kind == FS_NODE_ROOT || p->kind == FS_NODE_FOLLOW_ROOT) {
+		bool follow = p->kind == FS_NODE_FOLLOW_ROOT;
+		uint64_t ino;
+		struct meta_bucket b;
+
+		rc = star_bucket_get(fs->star, name, &b);
+		if (rc) {
+			fuse_reply_err(req, nova_fs_errno(rc));
+			return;
+		}
+		ino = (FS_INO_BASE + b.id) | (follow ? FS_INO_FOLLOW_BIT : 0);
+		if (!node_remember(fs, ino, follow ? FS_NODE_FOLLOW_BUCKET : FS_NODE_BUCKET, name,
+				   NULL)) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		stat_bucket(fs, ino, &b, &st);
+		if (follow)
+			st.st_mode = S_IFDIR | 0555;
+		reply_entry(req, fs, &st);
+	} else if (p->kind == FS_NODE_FOLLOW_BUCKET) {
+		struct nv_stream *s;
+		uint64_t ino;
+
+		rc = gate(req, fs);
+		if (!rc)
+			rc = star_stream_lookup(fs->star, p->bucket, name, &s);
+		if (rc) {
+			fuse_reply_err(req, nova_fs_errno(rc));
+			return;
+		}
+		ino = (FS_INO_BASE + s->id) | FS_INO_FOLLOW_BIT;
+		stat_stream(fs, s, &st);
+		st.st_ino = ino;
+		st.st_mode = S_IFREG | 0444;
+		if (!node_remember(fs, ino, FS_NODE_FOLLOW_STREAM, p->bucket, s)) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		reply_entry(req, fs, &st);
+	} else if (p->kind == FS_NODE_ROOT) {
 		struct meta_bucket b;
 
 		rc = star_bucket_get(fs->star, name, &b);
@@ -406,7 +487,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (rc)
 		fuse_reply_err(req, nova_fs_errno(rc));
 	else
-		fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
+		fuse_reply_attr(req, &st, attr_timeout_of(fs, n));
 }
 
 /* Only a no-op is allowed: a size equal to the current one (O_TRUNC of
@@ -426,6 +507,10 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	rc = node_stat(fs, n, &st);
 	if (rc) {
 		fuse_reply_err(req, nova_fs_errno(rc));
+		return;
+	}
+	if (is_follow(n) && (to_set & ~(FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))) {
+		fuse_reply_err(req, EROFS); /* the follow view is read-only */
 		return;
 	}
 	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
@@ -457,8 +542,16 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct stat st;
 	int rc;
 
+	if (parent == FS_INO_FOLLOW || (parent & FS_INO_FOLLOW_BIT)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	if (parent != FUSE_ROOT_ID) {
 		fuse_reply_err(req, EPERM); /* no directories inside a bucket */
+		return;
+	}
+	if (!strcmp(name, ".follow")) {
+		fuse_reply_err(req, EEXIST);
 		return;
 	}
 	rc = star_bucket_create(fs->star, name, &b);
@@ -479,6 +572,11 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct nova_fs *fs = fs_of(req);
 	int rc;
 
+	if (parent == FS_INO_FOLLOW || (parent & FS_INO_FOLLOW_BIT) ||
+	    (parent == FUSE_ROOT_ID && !strcmp(name, ".follow"))) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	if (parent != FUSE_ROOT_ID) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
@@ -495,7 +593,7 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int rc;
 
 	if (!p || p->kind != FS_NODE_BUCKET) {
-		fuse_reply_err(req, p ? EPERM : ESTALE);
+		fuse_reply_err(req, !p ? ESTALE : is_follow(p) ? EROFS : EPERM);
 		return;
 	}
 	rc = star_stream_lookup(fs->star, p->bucket, name, &s);
@@ -542,6 +640,7 @@ static int file_open(struct nova_fs *fs, struct fs_node *n, struct fuse_file_inf
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
+	f->kind = FS_FILE_PLAIN;
 	f->node = n;
 	stream_get(n->stream);
 	f->stream = n->stream;
@@ -563,6 +662,24 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (!n) {
 		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (n->kind == FS_NODE_FOLLOW_STREAM) {
+		struct follow_file *ff;
+
+		if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+			fuse_reply_err(req, EROFS);
+			return;
+		}
+		ff = follow_open(fs->follow, n->stream);
+		if (!ff) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		fi->fh = (uint64_t)(uintptr_t)ff;
+		fi->direct_io = 1; /* every read comes here, to park at the end */
+		if (fuse_reply_open(req, fi) == -ENOENT)
+			follow_release(fs->follow, ff);
 		return;
 	}
 	rc = file_open(fs, n, fi);
@@ -593,7 +710,8 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		return;
 	}
 	if (p->kind != FS_NODE_BUCKET || !S_ISREG(mode)) {
-		fuse_reply_err(req, EPERM); /* streams live in buckets */
+		/* Streams live in buckets; the follow view is read-only. */
+		fuse_reply_err(req, is_follow(p) ? EROFS : EPERM);
 		return;
 	}
 	rc = star_stream_create(fs->star, p->bucket, name, &s);
@@ -639,7 +757,7 @@ static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	int rc;
 
 	if (!p || p->kind != FS_NODE_BUCKET || !S_ISREG(mode)) {
-		fuse_reply_err(req, p ? EPERM : ESTALE);
+		fuse_reply_err(req, !p ? ESTALE : is_follow(p) ? EROFS : EPERM);
 		return;
 	}
 	rc = star_stream_create(fs->star, p->bucket, name, &s);
@@ -655,9 +773,20 @@ static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	reply_entry(req, fs, &st);
 }
 
+static int file_kind(const struct fuse_file_info *fi)
+{
+	return *(const int *)(uintptr_t)fi->fh;
+}
+
 static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+
+	if (file_kind(fi) == FS_FILE_FOLLOW) {
+		follow_release(fs_of(req)->follow, (struct follow_file *)(uintptr_t)fi->fh);
+		fuse_reply_err(req, 0);
+		return;
+	}
 
 	reader_free(f->reader);
 	stream_put(f->stream);
@@ -702,10 +831,15 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct nova_fs *fs = fs_of(req);
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
-	uint8_t *buf = read_buffer(fs, size);
+	uint8_t *buf;
 	size_t done = 0;
 	int rc = 0;
 
+	if (file_kind(fi) == FS_FILE_FOLLOW) {
+		follow_read(fs->follow, req, (struct follow_file *)(uintptr_t)fi->fh, size, off);
+		return;
+	}
+	buf = read_buffer(fs, size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -757,7 +891,7 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct write_op *w;
 	int rc;
 
-	if (!f->writable) {
+	if (file_kind(fi) != FS_FILE_PLAIN || !f->writable) {
 		fuse_reply_err(req, EBADF);
 		return;
 	}
@@ -822,7 +956,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	if (n->kind == FS_NODE_STREAM) {
+	if (n->kind == FS_NODE_STREAM || n->kind == FS_NODE_FOLLOW_STREAM) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
@@ -844,13 +978,18 @@ struct page_fill {
 	struct fs_dir *d;
 };
 
+static uint64_t follow_bit(const struct fs_dir *d)
+{
+	return is_follow(d->node) ? FS_INO_FOLLOW_BIT : 0;
+}
+
 static int fill_bucket(void *arg, const struct meta_bucket *b)
 {
 	struct fs_dir *d = arg;
 	struct fs_dirent *e = &d->page[d->npage++];
 
 	snprintf(e->name, sizeof(e->name), "%s", b->name);
-	e->ino = FS_INO_BASE + b->id;
+	e->ino = (FS_INO_BASE + b->id) | follow_bit(d);
 	e->mode = S_IFDIR;
 	return d->npage == DIR_PAGE ? 1 : 0;
 }
@@ -861,7 +1000,7 @@ static int fill_stream(void *arg, const struct meta_stream *s)
 	struct fs_dirent *e = &d->page[d->npage++];
 
 	snprintf(e->name, sizeof(e->name), "%s", s->name);
-	e->ino = FS_INO_BASE + s->id;
+	e->ino = (FS_INO_BASE + s->id) | follow_bit(d);
 	e->mode = S_IFREG;
 	return d->npage == DIR_PAGE ? 1 : 0;
 }
@@ -874,7 +1013,7 @@ static int load_page(struct nova_fs *fs, struct fs_dir *d, off_t page_off)
 
 	d->npage = 0;
 	d->page_off = page_off;
-	if (d->node->kind == FS_NODE_ROOT)
+	if (d->node->kind == FS_NODE_ROOT || d->node->kind == FS_NODE_FOLLOW_ROOT)
 		rc = star_bucket_list(fs->star, d->cursor, fill_bucket, d);
 	else
 		rc = star_stream_list(fs->star, d->node->bucket, d->cursor, fill_stream, d);
@@ -909,12 +1048,17 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			name = off == 0 ? "." : "..";
 			st.st_ino = off == 0 ? ino : FUSE_ROOT_ID;
 			st.st_mode = S_IFDIR;
+		} else if (off == 2 && d->node->kind == FS_NODE_ROOT) {
+			name = ".follow";
+			st.st_ino = FS_INO_FOLLOW;
+			st.st_mode = S_IFDIR;
 		} else {
 			/* Position the page over off. */
 			if (off < d->page_off || (d->npage == 0 && d->page_off != off) ||
 			    (d->page_off == 0)) {
 				d->cursor[0] = 0; /* rewind: list from the start */
-				rc = load_page(fs, d, 2);
+				/* Names follow ".", ".." (and the root's .follow). */
+				rc = load_page(fs, d, d->node->kind == FS_NODE_ROOT ? 3 : 2);
 				if (rc)
 					break;
 			}
@@ -959,7 +1103,10 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static int xattr_target(struct fs_node *n, struct fs_xattr_target *t)
 {
-	t->kind = n->kind;
+	/* The follow view shows its stream's attributes (read-only). */
+	t->kind = n->kind == FS_NODE_FOLLOW_STREAM ? FS_NODE_STREAM
+		  : n->kind == FS_NODE_FOLLOW_BUCKET ? FS_NODE_BUCKET
+		  : n->kind == FS_NODE_FOLLOW_ROOT ? FS_NODE_ROOT : n->kind;
 	t->bucket = n->bucket;
 	t->stream = n->stream;
 	return 0;
@@ -1031,6 +1178,10 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
+	if (is_follow(n)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
 	xattr_target(n, &t);
 	rc = fs_xattr_set(fs->star, &t, name, value, size);
 	if (!rc && fs->se && n->kind == FS_NODE_STREAM && !strcmp(name, "user.nova.trim"))
@@ -1054,7 +1205,7 @@ static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	int rc;
 
 	if (!n || n->kind != FS_NODE_STREAM) {
-		fuse_reply_err(req, n ? EISDIR : ESTALE);
+		fuse_reply_err(req, !n ? ESTALE : is_follow(n) ? EROFS : EISDIR);
 		return;
 	}
 	if (mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) || off < 0 || len <= 0) {
@@ -1079,9 +1230,17 @@ static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
-	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
-	uint64_t size = stream_acked_byte(f->stream);
-	uint64_t trim = atomic_load(&f->stream->trim_byte);
+	struct fs_node *n = node_find(fs_of(req), ino);
+	struct nv_stream *s;
+	uint64_t size, trim;
+
+	if (!n || !n->stream) {
+		fuse_reply_err(req, n ? EINVAL : ESTALE);
+		return;
+	}
+	s = n->stream;
+	size = stream_acked_byte(s);
+	trim = atomic_load(&s->trim_byte);
 
 	if (off < 0 || (uint64_t)off >= size) {
 		fuse_reply_err(req, ENXIO);
@@ -1099,6 +1258,20 @@ static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	} else {
 		fuse_reply_err(req, EINVAL);
 	}
+}
+
+static void fs_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct fuse_pollhandle *ph)
+{
+	if (file_kind(fi) == FS_FILE_FOLLOW) {
+		follow_poll(fs_of(req)->follow, req, (struct follow_file *)(uintptr_t)fi->fh, ph);
+		return;
+	}
+	/* A plain stream never blocks: reads end at its end, writes are
+	 * answered when durable. */
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	fuse_reply_poll(req, POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM);
 }
 
 static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -1150,6 +1323,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.create = fs_create,
 	.fallocate = fs_fallocate,
 	.lseek = fs_lseek,
+	.poll = fs_poll,
 };
 
 const struct fuse_lowlevel_ops *nova_fs_ops(void)
@@ -1173,6 +1347,8 @@ int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
 	clock_gettime(CLOCK_REALTIME, &fs->started);
 	fs->root.ino = FUSE_ROOT_ID;
 	fs->root.kind = FS_NODE_ROOT;
+	fs->follow_root.ino = FS_INO_FOLLOW;
+	fs->follow_root.kind = FS_NODE_FOLLOW_ROOT;
 	*out = fs;
 	return 0;
 }
@@ -1180,6 +1356,8 @@ int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
 void nova_fs_set_star(struct nova_fs *fs, struct star *st)
 {
 	fs->star = st;
+	if (follow_new(st, &fs->follow))
+		nv_log(NV_ERR, NV_SUB_FS, "the follow view could not start: its reads fail");
 }
 
 void nova_fs_set_session(struct nova_fs *fs, struct fuse_session *se)
@@ -1187,7 +1365,7 @@ void nova_fs_set_session(struct nova_fs *fs, struct fuse_session *se)
 	fs->se = se;
 }
 
-void nova_fs_forget_all(struct nova_fs *fs)
+static void nova_fs_forget_all(struct nova_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
 	for (size_t i = 0; i < sizeof(fs->buckets) / sizeof(fs->buckets[0]); i++) {
@@ -1202,11 +1380,18 @@ void nova_fs_forget_all(struct nova_fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+void nova_fs_shutdown(struct nova_fs *fs)
+{
+	follow_shutdown(fs->follow);
+	nova_fs_forget_all(fs);
+}
+
 void nova_fs_free(struct nova_fs *fs)
 {
 	if (!fs)
 		return;
 	nova_fs_forget_all(fs);
+	follow_free(fs->follow);
 	free(pthread_getspecific(fs->bufkey));
 	pthread_setspecific(fs->bufkey, NULL);
 	pthread_key_delete(fs->bufkey);

@@ -7,9 +7,11 @@
  *   /                  directory; its entries are buckets
  *   /BUCKET            directory; its entries are streams
  *   /BUCKET/STREAM     regular file: an append-only stream
+ *   /.follow/...       the read-only follow view of the same (fs/follow.h)
  *
- * Inode numbers: 1 is the root; a bucket or a stream has FS_INO_BASE +
- * its id (ids are never reused, so generation is always 1).
+ * Inode numbers: 1 is the root, 2 is .follow; a bucket or a stream has
+ * FS_INO_BASE + its id (ids are never reused, so generation is always
+ * 1), and its follow-view mirror that number with FS_INO_FOLLOW_BIT set.
  *
  * Invariants:
  *  1. Exactly one reply per request; a write is replied to from the
@@ -32,6 +34,11 @@
 #include "engine/star.h"
 
 #define FS_INO_BASE 16u
+#define FS_INO_FOLLOW 2u               /* MOUNT/.follow */
+#define FS_INO_FOLLOW_BIT (1ull << 62) /* a follow-view mirror of an inode */
+
+/* What an open file handle is (the first int of every handle). */
+enum { FS_FILE_PLAIN = 1, FS_FILE_FOLLOW = 2 };
 
 struct nova_fs;
 
@@ -60,9 +67,10 @@ const struct fuse_lowlevel_ops *nova_fs_ops(void);
 /* The star's ack hook (star_cfg.acked); arg is the nova_fs. */
 void nova_fs_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
 
-/* Drop every node (and its stream reference) once the session loop has
- * ended, before the engine closes. */
-void nova_fs_forget_all(struct nova_fs *fs);
+/* Once the session loop has ended, before the engine closes: answer the
+ * follow view's parked reads and drop every node (and its stream
+ * reference). */
+void nova_fs_shutdown(struct nova_fs *fs);
 
 /* Free; every FUSE request must be finished.  NULL is a no-op. */
 void nova_fs_free(struct nova_fs *fs);

@@ -26,7 +26,8 @@ static const char *const *names_of(enum fs_node_kind k)
 	switch (k) {
 	case FS_NODE_STREAM: return stream_names;
 	case FS_NODE_BUCKET: return bucket_names;
-	default: return root_names;
+	case FS_NODE_ROOT: return root_names;
+	default: return NULL;
 	}
 }
 
@@ -127,8 +128,9 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 			return nv_buf_printf(out, "%llu", (unsigned long long)star_epoch(st, cls));
 		return -ENODATA;
 	}
+	default: /* fs.c maps follow-view nodes to these kinds */
+		return -ENODATA;
 	}
-	return -ENODATA;
 }
 
 int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
@@ -165,7 +167,7 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 			return star_bucket_set_class(st, t->bucket, cls);
 		return star_stream_set_class(st, t->stream, cls);
 	}
-	for (known = names_of(t->kind); *known; known++)
+	for (known = names_of(t->kind); known && *known; known++)
 		if (!strcmp(n, *known))
 			return -EPERM; /* read-only */
 	return -ENOTSUP;
@@ -174,7 +176,7 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 int fs_xattr_list(const struct fs_xattr_target *t, struct nv_buf *out)
 {
 	nv_buf_reset(out);
-	for (const char *const *k = names_of(t->kind); *k; k++) {
+	for (const char *const *k = names_of(t->kind); k && *k; k++) {
 		int rc = nv_buf_printf(out, PFX "%s", *k);
 
 		if (!rc)

@@ -17,7 +17,14 @@
 #include "engine/star.h"
 #include "src/base/buf.h"
 
-enum fs_node_kind { FS_NODE_ROOT, FS_NODE_BUCKET, FS_NODE_STREAM };
+enum fs_node_kind {
+	FS_NODE_ROOT,
+	FS_NODE_BUCKET,
+	FS_NODE_STREAM,
+	FS_NODE_FOLLOW_ROOT,   /* MOUNT/.follow */
+	FS_NODE_FOLLOW_BUCKET, /* MOUNT/.follow/BUCKET */
+	FS_NODE_FOLLOW_STREAM, /* MOUNT/.follow/BUCKET/STREAM */
+};
 
 /* What an xattr call is about (borrowed for the call). */
 struct fs_xattr_target {

@@ -481,7 +481,7 @@ out_session:
 	/* The engine first: its last acknowledgements reply through the
 	 * session, which must outlive them.  The kernel's inodes are gone
 	 * with the session loop. */
-	nova_fs_forget_all(fs);
+	nova_fs_shutdown(fs);
 	rc = star_close(st);
 	st = NULL;
 	if (rc)
