@@ -15,6 +15,7 @@
 #include "engine/chain.h"
 #include "engine/fetch.h"
 #include "engine/recover.h"
+#include "engine/store/fault.h"
 #include "engine/store/store.h"
 #include "engine/tailcache.h"
 #include "meta/chains.h"
@@ -429,6 +430,14 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	if (rc) {
 		nv_log(NV_ERR, NV_SUB_MAIN, "opening the object store failed: %s", strerror(-rc));
 		goto fail;
+	}
+	if (cfg->store_faults && *cfg->store_faults) {
+		struct store *inner = st->store;
+
+		st->store = NULL;
+		rc = fault_store_wrap(inner, cfg->store_faults, &st->store);
+		if (rc)
+			goto fail;
 	}
 	if (cfg->meta_url) {
 		rc = kv_open(cfg->meta_url, &st->kv);

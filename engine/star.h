@@ -48,6 +48,7 @@ struct star_cfg {
 	const char *store_url;     /* NULL: dir:DATA_DIR/objects */
 	const char *meta_url;      /* NULL: sqlite:DATA_DIR/meta.db */
 	const char *star_id;       /* NULL: DATA_DIR/star-id, created on first start */
+	const char *store_faults;  /* testing: a fault.h spec wrapping the store */
 	uint64_t backlog_bytes;
 	uint64_t tail_cache_bytes;
 	uint64_t read_cache_bytes;

@@ -62,6 +62,7 @@ struct options {
 	unsigned read_grace_s;
 	unsigned fetch_cache_mib;
 	char *scratch_dir;
+	char *store_faults;
 	unsigned settle_workers;
 	unsigned audit_interval_ms;
 	int show_help;
@@ -99,6 +100,7 @@ static const struct fuse_opt nova_opts[] = {
 	OPT("read_grace_s=%u", read_grace_s),
 	OPT("fetch_cache_mib=%u", fetch_cache_mib),
 	OPT("scratch_dir=%s", scratch_dir),
+	OPT("store_faults=%s", store_faults),
 	OPT("settle_workers=%u", settle_workers),
 	OPT("audit_interval_ms=%u", audit_interval_ms),
 	OPT("-h", show_help),
@@ -151,6 +153,10 @@ static void usage(const char *prog, const struct options *d)
 	       "    -o read_grace_s=N          delete retired slots and objects this late (%u)\n"
 	       "    -o fetch_cache_mib=N       local scratch for one settle era (%u)\n"
 	       "    -o scratch_dir=DIR         where that scratch lives (DATA_DIR/scratch)\n"
+	       "    -o store_faults=SPEC       testing: inject store faults, items joined by ':'\n"
+	       "                               (put_error=P, get_error=P, flip=P, short=P, full=1,\n"
+	       "                               full_after=B, latency_ms=N, prefix=S, seed=N;\n"
+	       "                               also NOVAFS_STORE_FAULTS) (off)\n"
 	       "    -o settle_workers=N        streams assembled at once (%u)\n"
 	       "    -o audit_interval_ms=N     settle and trim-check pass period (%u)\n"
 	       "    -o debug=LIST              debug log for subsystems, joined by '+':\n"
@@ -384,6 +390,7 @@ int main(int argc, char **argv)
 	scfg.store_url = o.store;
 	scfg.meta_url = o.meta;
 	scfg.star_id = o.star;
+	scfg.store_faults = o.store_faults ? o.store_faults : getenv("NOVAFS_STORE_FAULTS");
 	scfg.backlog_bytes = (uint64_t)o.backlog_mib << 20;
 	scfg.tail_cache_bytes = (uint64_t)o.tail_cache_mib << 20;
 	scfg.read_cache_bytes = (uint64_t)o.read_cache_mib << 20;
@@ -501,5 +508,6 @@ out_args:
 	free(o.debug);
 	free(o.log);
 	free(o.scratch_dir);
+	free(o.store_faults);
 	return ret ? 1 : 0;
 }
