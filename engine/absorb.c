@@ -257,6 +257,7 @@ struct absorb {
 	struct flight *qhead, *qtail; /* lock */
 	uint32_t qlen;             /* lock */
 	bool busy;                 /* lock: a batch is being committed */
+	int draining;              /* lock: threads in absorb_drain() */
 	bool stop;                 /* lock */
 	int err;                   /* lock: set when the chain was taken from us */
 	struct meta_chain row;     /* lock */
@@ -385,6 +386,17 @@ static void *absorb_main(void *arg)
 			pthread_cond_wait(&a->work, &a->lock);
 		if (!a->qhead || a->err)
 			break;
+		/* Linger: a pass that waits briefly for more flights commits
+		 * fewer, larger batches (fewer refs and markers per stream).
+		 * Never while someone drains or stops. */
+		if (a->cfg.linger_ns && a->qlen < a->cfg.max_batch_slots && !a->stop &&
+		    !a->draining) {
+			struct timespec ts = nv_mono_deadline(a->cfg.linger_ns);
+
+			while (!a->stop && !a->draining && a->qlen < a->cfg.max_batch_slots &&
+			       pthread_cond_timedwait(&a->work, &a->lock, &ts) != ETIMEDOUT)
+				;
+		}
 		/* Take up to max_batch_slots flights from the head. */
 		list = last = a->qhead;
 		n = 1;
@@ -471,7 +483,14 @@ int absorb_new(const struct absorb_cfg *cfg, struct absorb **out)
 	a->row = cfg->row;
 	a->row_ver = cfg->row_ver;
 	pthread_mutex_init(&a->lock, NULL);
-	pthread_cond_init(&a->work, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&a->work, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_cond_init(&a->idle, NULL);
 	rc = -pthread_create(&a->thread, NULL, absorb_main, a);
 	if (rc) {
@@ -488,8 +507,11 @@ int absorb_drain(struct absorb *a)
 	int rc;
 
 	pthread_mutex_lock(&a->lock);
+	a->draining++;
+	pthread_cond_broadcast(&a->work); /* cut a linger short */
 	while ((a->qhead || a->busy) && !a->err)
 		pthread_cond_wait(&a->idle, &a->lock);
+	a->draining--;
 	rc = a->err;
 	pthread_mutex_unlock(&a->lock);
 	return rc;

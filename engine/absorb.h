@@ -109,6 +109,7 @@ struct absorb_cfg {
 	uint64_t row_ver;
 	struct absorb_policy policy;
 	uint32_t max_batch_slots; /* >= 1 */
+	uint64_t linger_ns;       /* wait this long for more flights per pass */
 	/* Called once, no locks held, when the chain row was taken from the
 	 * absorb (-ECANCELED: fenced); may be NULL. */
 	void (*failed)(void *arg, unsigned cls, uint64_t epoch, int err);

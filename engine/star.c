@@ -74,6 +74,7 @@ void star_cfg_defaults(struct star_cfg *c)
 	c->prefetch_threads = 4;
 	c->readahead = 8;
 	c->absorb_batch_slots = 256;
+	c->absorb_linger_ns = 2 * NV_NS_PER_MS;
 	/* Settlement defaults: novafs(8) justifies each. */
 	c->age_cap_ns[NV_CLASS_STANDARD] = 1800 * NV_NS_PER_S;
 	c->age_cap_ns[NV_CLASS_EXPRESS] = 120 * NV_NS_PER_S;
@@ -261,6 +262,7 @@ static int start_class(struct star *st, unsigned cls)
 	ac.policy.trigger_bytes = st->cfg.settle_trigger_bytes;
 	ac.policy.linger_ns = st->cfg.settle_linger_ns;
 	ac.max_batch_slots = st->cfg.absorb_batch_slots;
+	ac.linger_ns = st->cfg.absorb_linger_ns;
 	ac.failed = on_halted;
 	ac.failed_arg = st;
 	rc = absorb_new(&ac, &st->absorbs[cls]);

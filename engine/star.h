@@ -61,6 +61,7 @@ struct star_cfg {
 	unsigned prefetch_threads;
 	unsigned readahead;
 	unsigned absorb_batch_slots;
+	uint64_t absorb_linger_ns;
 	uint64_t age_cap_ns[NV_CLASS_COUNT];
 	/* Settlement (engine/settle.h, engine/trim.h). */
 	uint64_t settle_trigger_bytes;

@@ -147,7 +147,10 @@ static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
 
 		memcpy(dir, prefix, n);
 		dir[n] = 0;
-		if (ch->checkpoint) {
+		if (ch->state != CHAIN_LIVE) {
+			slots = 0; /* settled or fenced: nothing to absorb (the
+				    * object at the cut is the fence) */
+		} else if (ch->checkpoint) {
 			chain_slot_key(after, sizeof(after), ch->cls, ch->star, ch->epoch,
 				       ch->checkpoint - 1);
 			rc = store_list(a->c->store, dir, after, count_slots, &slots);

@@ -52,6 +52,7 @@ struct options {
 	unsigned readahead;
 	unsigned prefetch_threads;
 	unsigned absorb_batch;
+	unsigned absorb_linger_us;
 	unsigned max_write_kib;
 	double attr_timeout;
 	unsigned age_cap_standard_s;
@@ -90,6 +91,7 @@ static const struct fuse_opt nova_opts[] = {
 	OPT("readahead=%u", readahead),
 	OPT("prefetch_threads=%u", prefetch_threads),
 	OPT("absorb_batch=%u", absorb_batch),
+	OPT("absorb_linger_us=%u", absorb_linger_us),
 	OPT("max_write_kib=%u", max_write_kib),
 	OPT("attr_timeout=%lf", attr_timeout),
 	OPT("age_cap_standard_s=%u", age_cap_standard_s),
@@ -143,6 +145,7 @@ static void usage(const char *prog, const struct options *d)
 	       "    -o readahead=N             chunks fetched ahead of a sequential reader (%u)\n"
 	       "    -o prefetch_threads=N      read-ahead threads (%u)\n"
 	       "    -o absorb_batch=N          max slots per absorb batch (%u)\n"
+	       "    -o absorb_linger_us=N      absorb waits this long for more flights (%u)\n"
 	       "    -o max_write_kib=N         largest write request, i.e. record (%u)\n"
 	       "    -o attr_timeout=S          kernel attribute cache seconds (%.1f)\n"
 	       "    -o age_cap_standard_s=N    standard bytes stay in transit at most (%u)\n"
@@ -166,7 +169,8 @@ static void usage(const char *prog, const struct options *d)
 	       "    -V, --version              print the version\n\n",
 	       prog, dd, d->backlog_mib, d->tail_cache_mib, d->read_cache_mib, d->flight_kib,
 	       d->linger_us, d->put_window, d->put_timeout_s, d->chunk_kib, d->compress,
-	       d->readahead, d->prefetch_threads, d->absorb_batch, d->max_write_kib,
+	       d->readahead, d->prefetch_threads, d->absorb_batch, d->absorb_linger_us,
+	       d->max_write_kib,
 	       d->attr_timeout, d->age_cap_standard_s, d->age_cap_express_s,
 	       d->settle_trigger_mib, d->settle_linger_s, d->output_cap_mib, d->read_grace_s,
 	       d->fetch_cache_mib, d->settle_workers, d->audit_interval_ms, subsystems);
@@ -193,6 +197,7 @@ static void set_defaults(struct options *o)
 	o->readahead = d.readahead;
 	o->prefetch_threads = d.prefetch_threads;
 	o->absorb_batch = d.absorb_batch_slots;
+	o->absorb_linger_us = (unsigned)(d.absorb_linger_ns / 1000);
 	o->max_write_kib = 1024;
 	o->attr_timeout = 1.0;
 	o->age_cap_standard_s = (unsigned)(d.age_cap_ns[NV_CLASS_STANDARD] / NV_NS_PER_S);
@@ -223,6 +228,7 @@ static int check_options(const struct options *o)
 		{ "readahead", o->readahead, 0, 64 },
 		{ "prefetch_threads", o->prefetch_threads, 0, 64 },
 		{ "absorb_batch", o->absorb_batch, 1, 65536 },
+		{ "absorb_linger_us", o->absorb_linger_us, 0, 1000000 },
 		{ "max_write_kib", o->max_write_kib, 4, 1024 },
 		{ "age_cap_standard_s", o->age_cap_standard_s, 0, 30 * 86400 },
 		{ "age_cap_express_s", o->age_cap_express_s, 0, 30 * 86400 },
@@ -403,6 +409,7 @@ int main(int argc, char **argv)
 	scfg.readahead = o.readahead;
 	scfg.prefetch_threads = o.prefetch_threads;
 	scfg.absorb_batch_slots = o.absorb_batch;
+	scfg.absorb_linger_ns = (uint64_t)o.absorb_linger_us * 1000;
 	scfg.age_cap_ns[NV_CLASS_STANDARD] = (uint64_t)o.age_cap_standard_s * NV_NS_PER_S;
 	scfg.age_cap_ns[NV_CLASS_EXPRESS] = (uint64_t)o.age_cap_express_s * NV_NS_PER_S;
 	scfg.settle_trigger_bytes = (uint64_t)o.settle_trigger_mib << 20;
