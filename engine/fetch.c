@@ -138,6 +138,12 @@ int fetch_cache_warm(struct fetch_cache *fc, const char *key)
 	path_of(fc, id, fin, sizeof(fin), false);
 	buf = malloc(COPY_CHUNK);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == ENOENT && mkdir(fc->dir, 0700) == 0) {
+		/* The scratch directory was removed under us: make it again. */
+		nv_log(NV_WARN, NV_SUB_SETTLE, "scratch directory %s vanished; recreated it",
+		       fc->dir);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	}
 	if (!buf || fd < 0) {
 		rc = buf ? -errno : -ENOMEM;
 		goto fail;
