@@ -430,6 +430,7 @@ static void *absorb_main(void *arg)
 			a->qlen += n;
 			if (rc == -ECANCELED) {
 				a->err = rc;
+				pthread_cond_broadcast(&a->idle); /* drainers: it is over */
 				nv_log(NV_ERR, NV_SUB_ABSORB,
 				       "%s/%s epoch %llu: chain row changed under the absorb "
 				       "(fenced?): absorb stopped",

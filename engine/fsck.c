@@ -618,7 +618,7 @@ static int ref_visit(void *arg, const struct meta_ref *r)
 	if (rc == 0 && (twin.first_seq != r->first_seq || twin.first_byte != r->first_byte))
 		rc = -ENOENT;
 	meta_ref_clear(&twin);
-	if (rc && r->end_byte > r->first_byte) /* empty refs share a byte offset */
+	if (rc && r->end_byte > r->first_byte) /* an empty ref is found by no byte */
 		say(f, true, "stream %" PRIu64 " ref %" PRIu64 ": byte index row missing",
 		    r->stream_id, r->first_seq);
 	if (r->kind == META_REF_CATALOG)

@@ -454,7 +454,7 @@ static int delete_covered(const struct settle_cfg *cfg, uint64_t stream, const u
 			  uint32_t nkeys, uint64_t covered_end, uint64_t skip_seq)
 {
 	for (uint32_t i = 0; i < nkeys; i++) {
-		struct meta_ref r, twin;
+		struct meta_ref r;
 		struct kv_txn *t;
 		uint64_t ver;
 		int rc;
@@ -485,15 +485,11 @@ static int delete_covered(const struct settle_cfg *cfg, uint64_t stream, const u
 				rc = kv_txn_cmp_ver(t, k.ptr, k.len, ver);
 			if (!rc)
 				rc = kv_txn_del(t, k.ptr, k.len);
-			/* The byte twin, only if it is this ref's (refs.h). */
-			meta_ref_init(&twin);
-			if (!rc && meta_ref_floor_byte(cfg->kv, stream, r.first_byte, &twin) == 0 &&
-			    twin.first_seq == r.first_seq && twin.first_byte == r.first_byte) {
-				rc = key_ref_byte(&k, stream, r.first_byte);
-				if (!rc)
-					rc = kv_txn_del(t, k.ptr, k.len);
-			}
-			meta_ref_clear(&twin);
+			/* The byte twin (its key is this ref's alone: refs.h). */
+			if (!rc)
+				rc = key_ref_byte(&k, stream, r.first_byte, r.first_seq);
+			if (!rc)
+				rc = kv_txn_del(t, k.ptr, k.len);
 			nv_buf_free(&k);
 		}
 		if (!rc)

@@ -78,11 +78,13 @@ int key_ref_bytes_of(struct nv_buf *b, uint64_t stream)
 	return rc ? rc : nv_tup_add_u64(b, stream);
 }
 
-int key_ref_byte(struct nv_buf *b, uint64_t stream, uint64_t first_byte)
+int key_ref_byte(struct nv_buf *b, uint64_t stream, uint64_t first_byte, uint64_t first_seq)
 {
 	int rc = key_ref_bytes_of(b, stream);
 
-	return rc ? rc : nv_tup_add_u64(b, first_byte);
+	if (!rc)
+		rc = nv_tup_add_u64(b, first_byte);
+	return rc ? rc : nv_tup_add_u64(b, first_seq);
 }
 
 int key_mint(struct nv_buf *b, unsigned cls, const char *star)

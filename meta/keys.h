@@ -13,8 +13,10 @@
  *   ("ctr", "ids")                           id counter       streams.c
  *   ("ref", stream_id, first_seq)            span ref /       refs.c
  *                                            catalog row
- *   ("rby", stream_id, first_byte)           byte index of    refs.c
- *                                            the same rows
+ *   ("rby", stream_id, first_byte, first_seq) byte index of   refs.c
+ *                                            the same rows (first_seq
+ *                                            keeps refs of empty records
+ *                                            apart)
  *   ("mint", class, star)                    epoch mint head  chains.c
  *   ("chn", class, star, epoch)              chain row        chains.c
  *   ("mrk", class, star, epoch, first_slot)  batch marker     markers.c
@@ -49,7 +51,7 @@ int key_stream_id_space(struct nv_buf *b) __attribute__((warn_unused_result));
 int key_id_counter(struct nv_buf *b) __attribute__((warn_unused_result));
 int key_ref(struct nv_buf *b, uint64_t stream, uint64_t first_seq) __attribute__((warn_unused_result));
 int key_refs_of(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
-int key_ref_byte(struct nv_buf *b, uint64_t stream, uint64_t first_byte)
+int key_ref_byte(struct nv_buf *b, uint64_t stream, uint64_t first_byte, uint64_t first_seq)
 	__attribute__((warn_unused_result));
 int key_ref_bytes_of(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
 int key_mint(struct nv_buf *b, unsigned cls, const char *star) __attribute__((warn_unused_result));

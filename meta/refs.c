@@ -339,7 +339,7 @@ int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
 	if (!rc)
 		rc = kv_txn_put(t, k.ptr, k.len, v.ptr, v.len);
 	if (!rc)
-		rc = key_ref_byte(&k, r->stream_id, r->first_byte);
+		rc = key_ref_byte(&k, r->stream_id, r->first_byte, r->first_seq);
 	if (!rc)
 		rc = kv_txn_put(t, k.ptr, k.len, v.ptr, v.len);
 	nv_buf_free(&k);
@@ -358,7 +358,7 @@ int meta_ref_txn_del(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
 	if (!rc)
 		rc = kv_txn_del(t, k.ptr, k.len);
 	if (!rc)
-		rc = key_ref_byte(&k, stream, first_byte);
+		rc = key_ref_byte(&k, stream, first_byte, first_seq);
 	if (!rc)
 		rc = kv_txn_del(t, k.ptr, k.len);
 	nv_buf_free(&k);
@@ -375,7 +375,9 @@ static int ref_floor(struct kv *kv, bool by_byte, uint64_t stream, uint64_t pos,
 	nv_buf_init(&k, KV_KEY_MAX);
 	nv_buf_init(&lo, KV_KEY_MAX);
 	nv_buf_init(&v, KV_VAL_MAX);
-	rc = by_byte ? key_ref_byte(&k, stream, pos) : key_ref(&k, stream, pos);
+	/* By byte: the last of the refs starting at or before pos — among
+	 * refs sharing a first byte (empty records), the one with data. */
+	rc = by_byte ? key_ref_byte(&k, stream, pos, UINT64_MAX) : key_ref(&k, stream, pos);
 	if (!rc)
 		rc = by_byte ? key_ref_bytes_of(&lo, stream) : key_refs_of(&lo, stream);
 	if (!rc)

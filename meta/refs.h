@@ -14,8 +14,8 @@
  * slot number, the stream's first seq and first byte in it, and the
  * slot's footer window.  Not for: the tail window (engine/flight.h).
  *
- * The byte index row ("rby", stream, first_byte) carries the same value
- * as the ref row, so a FUSE read finds the ref holding byte B with one
+ * The byte index row ("rby", stream, first_byte, first_seq) carries the
+ * same value as the ref row, so a FUSE read finds the ref holding byte B with one
  * floor lookup (meta_ref_floor_byte()).  Both rows are written and
  * deleted together, in one transaction.
  *

@@ -379,27 +379,29 @@ int meta_bucket_set_class(struct kv *kv, const char *name, unsigned cls)
 	return rc;
 }
 
-struct bucket_list_arg {
-	meta_bucket_fn fn;
-	void *arg;
+#define BUCKET_PAGE 64
+
+struct bucket_page {
+	struct meta_bucket rows[BUCKET_PAGE];
+	int n;
 };
 
 static int bucket_visit(void *arg, const uint8_t *key, size_t klen,
 			const uint8_t *val, size_t vlen, uint64_t ver)
 {
-	struct bucket_list_arg *a = arg;
+	struct bucket_page *pg = arg;
 	struct nv_tup_rd r;
 	char tagbuf[8], name[META_BUCKET_NAME_MAX + 1];
-	struct meta_bucket b;
 
 	nv_tup_rd_init(&r, key, klen);
 	if (nv_tup_get_str(&r, tagbuf, sizeof(tagbuf), NULL) ||
 	    nv_tup_get_str(&r, name, sizeof(name), NULL) || !nv_tup_rd_end(&r) ||
-	    meta_bucket_decode(val, vlen, name, &b)) {
+	    meta_bucket_decode(val, vlen, name, &pg->rows[pg->n])) {
 		nv_log(NV_WARN, NV_SUB_META, "skipping a malformed bucket row");
 		return 0;
 	}
-	return a->fn(a->arg, &b);
+	pg->n++;
+	return pg->n == BUCKET_PAGE ? 1 : 0;
 }
 
 /* Range [space + after + 0x00 .. space end): keys strictly after `after`. */
@@ -432,16 +434,34 @@ static int list_after(struct kv *kv, struct nv_buf *space, const char *after,
 
 int meta_bucket_list(struct kv *kv, const char *after, meta_bucket_fn fn, void *arg)
 {
-	struct bucket_list_arg a = { fn, arg };
+	struct bucket_page *pg = calloc(1, sizeof(*pg));
+	char cursor[META_BUCKET_NAME_MAX + 1] = "";
 	struct nv_buf sp;
 	int rc;
 
+	if (!pg)
+		return -ENOMEM;
+	if (after)
+		snprintf(cursor, sizeof(cursor), "%s", after);
 	nv_buf_init(&sp, KV_KEY_MAX);
 	rc = key_bucket_space(&sp);
-	if (!rc)
-		rc = list_after(kv, &sp, after, bucket_visit, &a);
+	/* Pages are collected first and handed to fn afterwards, so fn may
+	 * call back into the kv. */
+	while (!rc) {
+		pg->n = 0;
+		rc = list_after(kv, &sp, cursor, bucket_visit, pg);
+		if (rc < 0)
+			break;
+		rc = 0;
+		for (int i = 0; i < pg->n && !rc; i++)
+			rc = fn(arg, &pg->rows[i]);
+		if (rc || pg->n < BUCKET_PAGE)
+			break;
+		snprintf(cursor, sizeof(cursor), "%s", pg->rows[pg->n - 1].name);
+	}
 	nv_buf_free(&sp);
-	return rc;
+	free(pg);
+	return rc < 0 ? rc : 0;
 }
 
 /* ---------------------------------------------------------------- streams */
