@@ -174,7 +174,9 @@ static void attempt(struct follow *fw, struct parked *p)
 					break;
 				done += got;
 			}
-			if (rc && done == 0) {
+			/* As fs.c: an error fails the request (a short answer
+			 * would be taken for data that is not there). */
+			if (rc) {
 				free(buf);
 				reply_err(p, nova_fs_errno(rc));
 				return;

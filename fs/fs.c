@@ -858,9 +858,12 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			break;
 		done += got;
 	}
-	if (rc && done == 0) {
+	/* An error fails the whole request, even after some pages: a short
+	 * reply means end-of-file to the kernel (it would shrink its i_size
+	 * and cache zeros), so partial data here would be silently wrong. */
+	if (rc) {
 		nv_log(NV_WARN, NV_SUB_FS, "read of %s/%s at %lld failed: %s", f->stream->bucket,
-		       f->stream->name, (long long)off, strerror(-rc));
+		       f->stream->name, (long long)(off + done), strerror(-rc));
 		fuse_reply_err(req, nova_fs_errno(rc));
 		return;
 	}

@@ -32,6 +32,7 @@
 #include "config.h"
 #include "engine/store/store.h"
 #include "engine/store/dir.h"
+#include "engine/store/s3.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
 
@@ -221,10 +222,12 @@ int store_open(const char *url, struct store **out)
 		path = url + 4;
 	else if (url && url[0] == '/')
 		path = url;
-	/* Later: "s3://bucket/prefix?..." goes to s3_store_open() here. */
+	if (url && strncmp(url, "s3://", 5) == 0)
+		return s3_store_open(url, out);
 	if (!path || path[0] != '/') {
 		nv_log(NV_ERR, NV_SUB_STORE,
-		       "unknown or malformed store URL '%s' (want dir:/abs/path or /abs/path)",
+		       "unknown or malformed store URL '%s' (want dir:/abs/path, /abs/path "
+		       "or s3://bucket?...)",
 		       url ? url : "(null)");
 		return -EINVAL;
 	}
