@@ -22,8 +22,79 @@
 #include "src/base/log.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/*
+ * Store calls with retries: a recovery that fails is retried as a whole
+ * by the auditor, but a walk over many slots would then almost never get
+ * through a store with a small error rate.  Passing errors (EIO, EAGAIN,
+ * ETIMEDOUT, EBUSY) are retried here a few times with backoff; answers
+ * (ENOENT, EEXIST, ERANGE) and hard errors are not.
+ */
+#define STORE_TRIES 6
+
+static bool passing(int rc)
+{
+	return rc == -EIO || rc == -EAGAIN || rc == -ETIMEDOUT || rc == -EBUSY;
+}
+
+static void backoff(int attempt)
+{
+	struct timespec ts = { 0, (long)(20000000L << (attempt < 5 ? attempt : 5)) };
+
+	nanosleep(&ts, NULL);
+}
+
+static int r_head(const struct recover_cfg *cfg, const char *key, uint64_t *size)
+{
+	int rc = store_head(cfg->store, key, size);
+
+	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
+		backoff(i);
+		rc = store_head(cfg->store, key, size);
+	}
+	return rc;
+}
+
+static int r_get(const struct recover_cfg *cfg, const char *key, uint64_t off, size_t len,
+		 void *dst, size_t *got)
+{
+	int rc = store_get_range(cfg->store, key, off, len, dst, got);
+
+	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
+		backoff(i);
+		rc = store_get_range(cfg->store, key, off, len, dst, got);
+	}
+	return rc;
+}
+
+static int r_put(const struct recover_cfg *cfg, const char *key, const struct iovec *iov,
+		 int iovcnt, unsigned flags)
+{
+	int rc = store_put(cfg->store, key, iov, iovcnt, flags);
+
+	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
+		backoff(i);
+		rc = store_put(cfg->store, key, iov, iovcnt, flags);
+		/* An earlier attempt may have landed: EEXIST then is ours,
+		 * and the caller looks at what is there anyway. */
+	}
+	return rc;
+}
+
+static int r_delete(const struct recover_cfg *cfg, const char *const *keys, size_t n)
+{
+	int rc = store_delete(cfg->store, keys, n);
+
+	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
+		backoff(i);
+		rc = store_delete(cfg->store, keys, n);
+	}
+	return rc;
+}
 
 /* One slot's footer turned into absorb input. */
 struct walked {
@@ -51,12 +122,12 @@ static int read_slot(const struct recover_cfg *cfg, const char *key, uint64_t sl
 	int rc;
 
 	memset(w, 0, sizeof(*w));
-	rc = store_head(cfg->store, key, &size);
+	rc = r_head(cfg, key, &size);
 	if (rc)
 		return rc;
 	if (size < BUNDLE_TRAILER_SIZE)
 		return -EBADMSG;
-	rc = store_get_range(cfg->store, key, size - BUNDLE_TRAILER_SIZE, BUNDLE_TRAILER_SIZE,
+	rc = r_get(cfg, key, size - BUNDLE_TRAILER_SIZE, BUNDLE_TRAILER_SIZE,
 			     trailer, &got);
 	if (!rc && got != BUNDLE_TRAILER_SIZE)
 		rc = -EBADMSG;
@@ -67,7 +138,7 @@ static int read_slot(const struct recover_cfg *cfg, const char *key, uint64_t sl
 	win = malloc(flen);
 	if (!win)
 		return -ENOMEM;
-	rc = store_get_range(cfg->store, key, foff, flen, win, &got);
+	rc = r_get(cfg, key, foff, flen, win, &got);
 	if (!rc && got != flen)
 		rc = -EBADMSG;
 	if (!rc)
@@ -124,13 +195,13 @@ static int slot_kind(const struct recover_cfg *cfg, const char *key)
 	uint8_t b[CHAIN_FENCE_SIZE];
 	uint64_t size, e, c;
 	size_t got;
-	int rc = store_head(cfg->store, key, &size);
+	int rc = r_head(cfg, key, &size);
 
 	if (rc)
 		return rc;
 	if (size != CHAIN_FENCE_SIZE)
 		return 0;
-	rc = store_get_range(cfg->store, key, 0, sizeof(b), b, &got);
+	rc = r_get(cfg, key, 0, sizeof(b), b, &got);
 	if (rc)
 		return rc;
 	return chain_fence_decode(b, got, &e, &c);
@@ -166,7 +237,7 @@ static int fence(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t
 		if (rc != -ENOENT)
 			return rc;
 		chain_fence_encode(f, row->epoch, slot);
-		rc = store_put(cfg->store, key, &iov, 1, STORE_CREATE_ONCE);
+		rc = r_put(cfg, key, &iov, 1, STORE_CREATE_ONCE);
 		if (rc == -EEXIST)
 			continue; /* landed meanwhile: look again */
 		if (rc)
@@ -254,14 +325,14 @@ static int reap(const struct recover_cfg *cfg, const struct meta_chain *row)
 		int rc;
 
 		chain_slot_key(key, sizeof(key), row->cls, row->star, row->epoch, slot);
-		rc = store_head(cfg->store, key, &size);
+		rc = r_head(cfg, key, &size);
 		if (rc == -ENOENT)
 			continue;
 		if (rc)
 			return rc;
 		nv_log(NV_INFO, NV_SUB_RECOVER, "%s: above the cut, never acknowledged: deleting",
 		       key);
-		rc = store_delete(cfg->store, keys, 1);
+		rc = r_delete(cfg, keys, 1);
 		if (rc)
 			return rc;
 	}
