@@ -586,7 +586,8 @@ static int settle_stream(struct era *e, struct era_stream *es)
 	char tail_key[META_SETTLED_KEY_MAX] = "";
 	bool have_tail = false, have_prev = false;
 	struct kv_txn *t = NULL;
-	int rc;
+	uint32_t k0 = 0;
+	int rc = 0;
 
 	meta_ref_init(&prev);
 	meta_ref_init(&row);
@@ -597,17 +598,37 @@ static int settle_stream(struct era *e, struct era_stream *es)
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (uint32_t i = 0; i < es->nkeys; i++) {
+	/* Refs below the trim point may have been reclaimed already
+	 * (trim.c): those keys are gone for good, not a settle in progress. */
+	while (k0 < es->nkeys && es->keys[k0] < es->row.trim_seq) {
+		struct meta_ref tmp;
+		uint64_t v;
+
+		meta_ref_init(&tmp);
+		rc = meta_ref_get(cfg->kv, es->id, es->keys[k0], &tmp, &v);
+		meta_ref_clear(&tmp);
+		if (rc != -ENOENT)
+			break;
+		k0++;
+	}
+	if (rc && rc != -ENOENT)
+		goto out;
+	rc = 0;
+	if (k0 == es->nkeys) {
+		es->outcome = DROPPED; /* everything here was trimmed away */
+		goto out;
+	}
+	for (uint32_t i = k0; i < es->nkeys; i++) {
 		meta_ref_init(&w.refs[w.n]);
 		rc = meta_ref_get(cfg->kv, es->id, es->keys[i], &w.refs[w.n], &w.vers[w.n]);
-		if (rc == -ENOENT && i > 0)
+		if (rc == -ENOENT && i > k0)
 			continue;
 		if (rc == -ENOENT || (!rc && w.refs[w.n].kind != META_REF_SPAN)) {
 			/* The start is no span ref: an earlier run committed.
 			 * Finish its clean-up. */
 			meta_ref_clear(&w.refs[w.n]);
-			rc = meta_ref_floor_seq(cfg->kv, es->id, es->keys[0], &prev);
-			if (rc == 0 && prev.kind == META_REF_CATALOG && prev.end_seq > es->keys[0]) {
+			rc = meta_ref_floor_seq(cfg->kv, es->id, es->keys[k0], &prev);
+			if (rc == 0 && prev.kind == META_REF_CATALOG && prev.end_seq > es->keys[k0]) {
 				rc = delete_covered(cfg, es->id, es->keys, es->nkeys, prev.end_seq,
 						    UINT64_MAX);
 				if (!rc) {
@@ -618,7 +639,7 @@ static int settle_stream(struct era *e, struct era_stream *es)
 			} else if (rc == 0 || rc == -ENOENT) {
 				nv_log(NV_WARN, NV_SUB_SETTLE, "stream %llu: no ref at seq %llu and no "
 				       "catalog row covers it: leaving it", (unsigned long long)es->id,
-				       (unsigned long long)es->keys[0]);
+				       (unsigned long long)es->keys[k0]);
 				es->outcome = RESIDUE;
 				rc = 0;
 			}

@@ -14,6 +14,7 @@
 #include "engine/backlog.h"
 #include "engine/chain.h"
 #include "engine/fetch.h"
+#include "engine/layout.h"
 #include "engine/recover.h"
 #include "engine/store/fault.h"
 #include "engine/store/store.h"
@@ -27,7 +28,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -966,85 +966,16 @@ int star_stream_trim_seq(struct star *st, struct nv_stream *s, uint64_t seq,
 
 /* ------------------------------------------------------------ layout */
 
-struct layout_arg {
-	json_t *spans;
-	json_t *objs;
-	uint64_t nspans, ncat;
-};
-
-static int layout_row(void *arg, const struct meta_ref *r)
-{
-	struct layout_arg *a = arg;
-
-	if (r->kind == META_REF_CATALOG) {
-		a->ncat++;
-		for (uint32_t i = 0; i < r->nobjs; i++) {
-			char key[META_SETTLED_KEY_MAX];
-			json_t *o = json_object();
-
-			meta_settled_key(key, sizeof(key), r->bucket, r->stream_id, r->objs[i].epoch,
-					 r->objs[i].first_seq, r->objs[i].rev);
-			json_object_set_new(o, "key", json_string(key));
-			json_object_set_new(o, "first_seq", json_integer((json_int_t)r->objs[i].first_seq));
-			json_object_set_new(o, "end_seq",
-					    json_integer((json_int_t)meta_ref_obj_end_seq(r, i)));
-			json_object_set_new(o, "first_byte",
-					    json_integer((json_int_t)r->objs[i].first_byte));
-			json_object_set_new(o, "bytes",
-					    json_integer((json_int_t)(meta_ref_obj_end_byte(r, i) -
-								      r->objs[i].first_byte)));
-			json_object_set_new(o, "stored_bytes",
-					    json_integer((json_int_t)r->objs[i].footer_off));
-			json_array_append_new(a->objs, o);
-		}
-	} else {
-		json_t *o = json_object();
-
-		a->nspans++;
-		json_object_set_new(o, "first_seq", json_integer((json_int_t)r->first_seq));
-		json_object_set_new(o, "end_seq", json_integer((json_int_t)r->end_seq));
-		json_object_set_new(o, "bytes", json_integer((json_int_t)(r->end_byte - r->first_byte)));
-		json_object_set_new(o, "epoch", json_integer((json_int_t)r->epoch));
-		json_object_set_new(o, "slots", json_integer((json_int_t)r->nslots));
-		json_array_append_new(a->spans, o);
-	}
-	return 0;
-}
-
 char *star_stream_layout(struct star *st, struct nv_stream *s, int *err)
 {
-	struct layout_arg a = { json_array(), json_array(), 0, 0 };
-	json_t *doc = json_object();
-	char *out = NULL;
-	int rc;
+	struct layout_live live = {
+		.seq = atomic_load(&s->acked_seq),
+		.bytes = stream_acked_byte(s),
+		.frontier = atomic_load(&s->frontier_seq),
+		.settled = atomic_load(&s->settled_seq),
+	};
 
-	if (!doc || !a.spans || !a.objs) {
-		*err = -ENOMEM;
-		goto done;
-	}
-	rc = meta_ref_list(st->kv, s->id, 0, 0, layout_row, &a);
-	if (rc) {
-		*err = rc;
-		goto done;
-	}
-	json_object_set_new(doc, "stream", json_integer((json_int_t)s->id));
-	json_object_set_new(doc, "seq", json_integer((json_int_t)atomic_load(&s->acked_seq)));
-	json_object_set_new(doc, "bytes", json_integer((json_int_t)stream_acked_byte(s)));
-	json_object_set_new(doc, "frontier", json_integer((json_int_t)atomic_load(&s->frontier_seq)));
-	json_object_set_new(doc, "settled", json_integer((json_int_t)atomic_load(&s->settled_seq)));
-	json_object_set_new(doc, "trim_seq", json_integer((json_int_t)atomic_load(&s->trim_seq)));
-	json_object_set_new(doc, "trim_byte", json_integer((json_int_t)atomic_load(&s->trim_byte)));
-	json_object_set_new(doc, "span_refs", json_integer((json_int_t)a.nspans));
-	json_object_set_new(doc, "catalog_rows", json_integer((json_int_t)a.ncat));
-	json_object_set_new(doc, "settled_objects", a.objs);
-	json_object_set_new(doc, "spans", a.spans);
-	a.objs = a.spans = NULL;
-	out = json_dumps(doc, JSON_COMPACT);
-	if (!out)
-		*err = -ENOMEM;
-done:
-	json_decref(a.spans);
-	json_decref(a.objs);
-	json_decref(doc);
-	return out;
+	/* An xattr value is at most 64 KiB: long lists are cut there (the
+	 * full document: novactl layout). */
+	return layout_json(st->kv, s->id, &live, LAYOUT_XATTR_ENTRIES, err);
 }

@@ -2,8 +2,7 @@
  * chains.c - see chains.h.
  *
  * Chain value v1: u8 version | u8 class | str star | u64 epoch | u8 state
- *   | u8 clean | u64 checkpoint | u64 cut | u64 settle_frontier
- *   | u64 rewritten | u64 trimmed | u64 created_ns | u64 settled_ns
+ *   | u8 clean | u64 checkpoint | u64 cut | u64 created_ns | u64 settled_ns
  * Mint head value: u64 epoch.
  */
 #include "config.h"
@@ -63,12 +62,6 @@ int meta_chain_encode(const struct meta_chain *c, struct nv_buf *out)
 	if (!rc)
 		rc = nv_wr_u64(out, c->cut);
 	if (!rc)
-		rc = nv_wr_u64(out, c->settle_frontier);
-	if (!rc)
-		rc = nv_wr_u64(out, c->rewritten);
-	if (!rc)
-		rc = nv_wr_u64(out, c->trimmed);
-	if (!rc)
 		rc = nv_wr_u64(out, c->created_ns);
 	if (!rc)
 		rc = nv_wr_u64(out, c->settled_ns);
@@ -96,14 +89,10 @@ int meta_chain_decode(const void *p, size_t n, struct meta_chain *c)
 	c->clean = nv_rd_u8(&r);
 	c->checkpoint = nv_rd_u64(&r);
 	c->cut = nv_rd_u64(&r);
-	c->settle_frontier = nv_rd_u64(&r);
-	c->rewritten = nv_rd_u64(&r);
-	c->trimmed = nv_rd_u64(&r);
 	c->created_ns = nv_rd_u64(&r);
 	c->settled_ns = nv_rd_u64(&r);
 	if (nv_rd_done(&r) || c->cls >= NV_CLASS_COUNT || meta_star_check(c->star) ||
 	    c->state < CHAIN_LIVE || c->state > CHAIN_SETTLED || c->clean > 1 ||
-	    c->trimmed > c->rewritten || c->rewritten > c->checkpoint ||
 	    (c->state != CHAIN_LIVE && c->checkpoint > c->cut))
 		return -EBADMSG;
 	return 0;

@@ -2,8 +2,8 @@
  * chains.h - chain rows and epoch minting.
  *
  * For: the durable record of each chain (one star's writing history in
- * one class for one epoch): its state, its absorb checkpoint, its
- * recovery cut and its settle/trim cursors; and the per-(class, star)
+ * one class for one epoch): its state, its absorb checkpoint and its
+ * recovery cut; and the per-(class, star)
  * mint head from which a starting star takes a new epoch.  Not for: the
  * live chain's in-memory state (engine/chain.h).
  *
@@ -27,8 +27,9 @@
  *  2. An epoch below its (class, star) mint head is never LIVE for
  *     writing: the star that minted the head has moved on.
  *  3. checkpoint only grows; once FENCED, cut never changes.
- *  4. settle_frontier, rewritten and trimmed only grow, and
- *     trimmed <= rewritten <= checkpoint.
+ *  4. The settle and trim cursors live in a row of their own
+ *     (meta/cursors.h), written by the auditor alone, so the absorb's CAS
+ *     on this row never races them.
  */
 #ifndef NOVAFS_META_CHAINS_H
 #define NOVAFS_META_CHAINS_H
@@ -51,9 +52,6 @@ struct meta_chain {
 	uint8_t clean;          /* SETTLED by a graceful close, not a recovery */
 	uint64_t checkpoint;    /* next slot the absorb has not committed */
 	uint64_t cut;           /* FENCED/SETTLED: first slot not in the chain */
-	uint64_t settle_frontier;
-	uint64_t rewritten;
-	uint64_t trimmed;
 	uint64_t created_ns;
 	uint64_t settled_ns;
 };

@@ -4,6 +4,7 @@
  *   novactl status [-o OPTS]          chains, epochs, cursors, backlog per star
  *   novactl fsck   [-o OPTS] [--full] check the invariants (engine/fsck.h);
  *                                     exit 1 on any violation
+ *   novactl layout [-o OPTS] BUCKET/STREAM   the stream's full layout (JSON)
  *   novactl version
  *
  * OPTS: data_dir=DIR (default as for novafs), store=URL, meta=URL.
@@ -14,8 +15,10 @@
 #include "config.h"
 #include "engine/chain.h"
 #include "engine/fsck.h"
+#include "engine/layout.h"
 #include "engine/store/store.h"
 #include "meta/chains.h"
+#include "meta/cursors.h"
 #include "meta/kv.h"
 #include "meta/markers.h"
 #include "meta/streams.h"
@@ -47,6 +50,7 @@ static int usage(FILE *to)
 	fprintf(to,
 		"usage: novactl status [-o OPTS]\n"
 		"       novactl fsck [-o OPTS] [--full] [--force]\n"
+		"       novactl layout [-o OPTS] BUCKET/STREAM\n"
 		"       novactl version\n"
 		"OPTS (comma-separated): data_dir=DIR, store=URL, meta=URL\n"
 		"See novactl(8).\n");
@@ -127,7 +131,8 @@ static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
 {
 	struct status_arg *a = arg;
 	char prefix[CHAIN_KEY_MAX];
-	uint64_t markers = 0, slots = 0, head = 0;
+	uint64_t markers = 0, slots = 0, head = 0, curver;
+	struct meta_cursors cur;
 	int rc;
 
 	if (strcmp(a->last_star, ch->star)) {
@@ -161,6 +166,8 @@ static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
 			return rc;
 	}
 	rc = meta_mint_head(a->c->kv, ch->cls, ch->star, &head);
+	if (!rc)
+		rc = meta_cursors_get(a->c->kv, ch->cls, ch->star, ch->epoch, &cur, &curver);
 	if (rc)
 		return rc;
 	printf("  %-8s %6" PRIu64 " %-8s %11" PRIu64 " %11s %11" PRIu64 " %11" PRIu64
@@ -169,7 +176,7 @@ static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
 	       ch->checkpoint,
 	       ch->state == CHAIN_LIVE ? "-" : (snprintf(prefix, sizeof(prefix), "%" PRIu64,
 						      ch->cut), prefix),
-	       ch->rewritten, ch->trimmed, markers, slots,
+	       cur.rewritten, cur.trimmed, markers, slots,
 	       ch->epoch == head && ch->state == CHAIN_LIVE ? "  (head)" : "");
 	return 0;
 }
@@ -215,6 +222,35 @@ static int cmd_fsck(struct ctl *c)
 	return s.violations ? 1 : 0;
 }
 
+static int cmd_layout(struct ctl *c, const char *path)
+{
+	char bucket[META_BUCKET_NAME_MAX + 1];
+	const char *slash = strchr(path, '/');
+	struct meta_stream ms;
+	char *doc;
+	int rc, err;
+
+	if (!slash || (size_t)(slash - path) > META_BUCKET_NAME_MAX || !slash[1]) {
+		fprintf(stderr, "novactl: layout wants BUCKET/STREAM\n");
+		return 2;
+	}
+	memcpy(bucket, path, (size_t)(slash - path));
+	bucket[slash - path] = 0;
+	rc = meta_stream_lookup(c->kv, bucket, slash + 1, &ms);
+	if (rc) {
+		fprintf(stderr, "novactl: %s: %s\n", path, strerror(-rc));
+		return 1;
+	}
+	doc = layout_json(c->kv, ms.id, NULL, 0, &err);
+	if (!doc) {
+		fprintf(stderr, "novactl: layout of %s: %s\n", path, strerror(-err));
+		return 1;
+	}
+	printf("%s\n", doc);
+	free(doc);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctl c;
@@ -235,6 +271,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	const char *arg = NULL;
+
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "-o") && i + 1 < argc) {
 			if (parse_opts(&c, argv[++i]))
@@ -246,11 +284,15 @@ int main(int argc, char **argv)
 			c.full = true;
 		} else if (!strcmp(argv[i], "--force")) {
 			c.force = true;
+		} else if (!strcmp(cmd, "layout") && !arg) {
+			arg = argv[i];
 		} else {
 			return usage(stderr);
 		}
 	}
-	if (strcmp(cmd, "status") && strcmp(cmd, "fsck"))
+	if (strcmp(cmd, "status") && strcmp(cmd, "fsck") && strcmp(cmd, "layout"))
+		return usage(stderr);
+	if (!strcmp(cmd, "layout") && !arg)
 		return usage(stderr);
 	if (!strcmp(cmd, "fsck") && !c.store_url[0] && !c.force) {
 		char path[PATH_MAX + 8];
@@ -268,7 +310,8 @@ int main(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	ret = !strcmp(cmd, "status") ? cmd_status(&c) : cmd_fsck(&c);
+	ret = !strcmp(cmd, "status") ? cmd_status(&c)
+	      : !strcmp(cmd, "layout") ? cmd_layout(&c, arg) : cmd_fsck(&c);
 out:
 	kv_close(c.kv);
 	store_close(c.store);

@@ -1073,9 +1073,6 @@ static void raw_chain(struct nv_buf *b, const struct meta_chain *c, const char *
 	assert_int_equal(nv_wr_u8(b, c->clean), 0);
 	assert_int_equal(nv_wr_u64(b, c->checkpoint), 0);
 	assert_int_equal(nv_wr_u64(b, c->cut), 0);
-	assert_int_equal(nv_wr_u64(b, c->settle_frontier), 0);
-	assert_int_equal(nv_wr_u64(b, c->rewritten), 0);
-	assert_int_equal(nv_wr_u64(b, c->trimmed), 0);
 	assert_int_equal(nv_wr_u64(b, c->created_ns), 0);
 	assert_int_equal(nv_wr_u64(b, c->settled_ns), 0);
 }
@@ -1090,9 +1087,6 @@ static void chain_default(struct meta_chain *c)
 	c->clean = 1;
 	c->checkpoint = 50;
 	c->cut = 60;
-	c->settle_frontier = 45;
-	c->rewritten = 40;
-	c->trimmed = 30;
 	c->created_ns = 77;
 	c->settled_ns = 88;
 }
@@ -1148,8 +1142,6 @@ static void test_rows_chain_decode_hostile(void **state)
 	CHAIN_BAD(c.state = 0, "star-9", 1);
 	CHAIN_BAD(c.state = 4, "star-9", 1);
 	CHAIN_BAD(c.clean = 2, "star-9", 1);
-	CHAIN_BAD(c.trimmed = c.rewritten + 1, "star-9", 1);
-	CHAIN_BAD(c.rewritten = c.checkpoint + 1, "star-9", 1);
 	CHAIN_BAD(c.checkpoint = c.cut + 1, "star-9", 1); /* FENCED */
 	CHAIN_BAD((c.state = CHAIN_SETTLED, c.checkpoint = c.cut + 1), "star-9", 1);
 #undef CHAIN_BAD
@@ -1160,7 +1152,7 @@ static void test_rows_chain_decode_hostile(void **state)
 	assert_int_equal(chain_decode_of(&c, "star-9", 1), 0);
 	/* Equal cursors are fine. */
 	chain_default(&c);
-	c.trimmed = c.rewritten = c.checkpoint = c.cut;
+	c.checkpoint = c.cut;
 	assert_int_equal(chain_decode_of(&c, "star-9", 1), 0);
 }
 
