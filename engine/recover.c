@@ -237,7 +237,7 @@ static int fence(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t
 		if (rc != -ENOENT)
 			return rc;
 		chain_fence_encode(f, row->epoch, slot);
-		rc = r_put(cfg, key, &iov, 1, STORE_CREATE_ONCE);
+		rc = r_put(cfg, key, &iov, 1, STORE_CREATE_ONCE | STORE_EVERYWHERE);
 		if (rc == -EEXIST)
 			continue; /* landed meanwhile: look again */
 		if (rc)

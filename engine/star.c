@@ -17,6 +17,7 @@
 #include "engine/layout.h"
 #include "engine/recover.h"
 #include "engine/store/fault.h"
+#include "engine/store/set.h"
 #include "engine/store/store.h"
 #include "engine/tailcache.h"
 #include "meta/chains.h"
@@ -432,6 +433,21 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	if (rc) {
 		nv_log(NV_ERR, NV_SUB_MAIN, "opening the object store failed: %s", strerror(-rc));
 		goto fail;
+	}
+	if (cfg->express_urls && *cfg->express_urls) {
+		struct store *express = NULL, *std = st->store;
+
+		st->store = NULL;
+		rc = store_set_open(cfg->express_urls, cfg->location, &express);
+		if (rc) {
+			store_close(std);
+			nv_log(NV_ERR, NV_SUB_MAIN, "opening the express bucket set failed: %s",
+			       strerror(-rc));
+			goto fail;
+		}
+		rc = store_route_new(std, express, &st->store);
+		if (rc)
+			goto fail;
 	}
 	if (cfg->store_faults && *cfg->store_faults) {
 		struct store *inner = st->store;

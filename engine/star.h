@@ -45,7 +45,10 @@ struct star;
 
 struct star_cfg {
 	const char *data_dir;      /* required: lock file, default store and metastore */
-	const char *store_url;     /* NULL: dir:DATA_DIR/objects */
+	const char *store_url;     /* NULL: dir:DATA_DIR/objects (the standard bucket) */
+	const char *express_urls;  /* NULL: express slots go to the standard bucket;
+				    * else ';'-separated URLs, one per zone (set.h) */
+	const char *location;      /* the star's zone in the express set */
 	const char *meta_url;      /* NULL: sqlite:DATA_DIR/meta.db */
 	const char *star_id;       /* NULL: DATA_DIR/star-id, created on first start */
 	const char *store_faults;  /* testing: a fault.h spec wrapping the store */

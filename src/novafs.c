@@ -36,6 +36,8 @@
 struct options {
 	char *data_dir;
 	char *store;
+	char *express;
+	char *location;
 	char *meta;
 	char *star;
 	char *debug;
@@ -75,6 +77,8 @@ struct options {
 static const struct fuse_opt nova_opts[] = {
 	OPT("data_dir=%s", data_dir),
 	OPT("store=%s", store),
+	OPT("express=%s", express),
+	OPT("location=%s", location),
 	OPT("meta=%s", meta),
 	OPT("star=%s", star),
 	OPT("debug=%s", debug),
@@ -128,7 +132,12 @@ static void usage(const char *prog, const struct options *d)
 	       "stream; write() returns when the record is durable.  See novafs(8).\n\n"
 	       "novafs options:\n"
 	       "    -o data_dir=DIR            embedded store, metastore and star id (%s)\n"
-	       "    -o store=URL               object store: dir:/path (dir:DATA_DIR/objects)\n"
+	       "    -o store=URL               the standard bucket: dir:/path or\n"
+	       "                               s3://BUCKET?endpoint=URL&region=R&... (see novafs(8))\n"
+	       "                               (dir:DATA_DIR/objects)\n"
+	       "    -o express=URL;URL;...     the express bucket set, one URL per zone, each with\n"
+	       "                               zone=Z in its query (the standard bucket)\n"
+	       "    -o location=ZONE           this star's zone in the express set (the first)\n"
 	       "    -o meta=URL                metastore: sqlite:/path.db (sqlite:DATA_DIR/meta.db)\n"
 	       "    -o star=ID                 star id, 1-32 of [a-z0-9-] (DATA_DIR/star-id)\n"
 	       "    -o backlog_mib=N           admitted-but-unabsorbed budget (%u)\n"
@@ -394,6 +403,8 @@ int main(int argc, char **argv)
 	star_cfg_defaults(&scfg);
 	scfg.data_dir = dd;
 	scfg.store_url = o.store;
+	scfg.express_urls = o.express;
+	scfg.location = o.location;
 	scfg.meta_url = o.meta;
 	scfg.star_id = o.star;
 	scfg.store_faults = o.store_faults ? o.store_faults : getenv("NOVAFS_STORE_FAULTS");
@@ -510,6 +521,8 @@ out_args:
 	fuse_opt_free_args(&args);
 	free(o.data_dir);
 	free(o.store);
+	free(o.express);
+	free(o.location);
 	free(o.meta);
 	free(o.star);
 	free(o.debug);

@@ -40,6 +40,9 @@ struct store;     /* one opened backend; opaque */
 struct store_mpu; /* one multipart upload in progress; opaque */
 
 #define STORE_CREATE_ONCE 0x1u
+/* With a bucket set (set.h): put the object into every member, not one
+ * (fence objects).  Plain stores ignore it. */
+#define STORE_EVERYWHERE 0x2u
 
 /* Longest valid key in bytes (invariant 5); a key buffer needs one more. */
 #define STORE_KEY_MAX 1024

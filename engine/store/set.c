@@ -1,0 +1,478 @@
+/*
+ * set.c - see set.h.
+ *
+ * Both the set and the router are store backends (store.h backend side)
+ * over other stores, so counters, key checks and failpoints apply at
+ * every level.  Lists merge the members' sorted listings by pulling each
+ * member's keys in pages (store_list with start_after) and emitting the
+ * smallest, so memory stays one page per member.
+ */
+#include "config.h"
+#include "engine/store/set.h"
+#include "src/base/log.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SET_MAX 8
+#define MERGE_PAGE 256
+
+struct member {
+	struct store *st;
+	char zone[65];
+};
+
+struct set_be {
+	struct member m[SET_MAX];
+	int n;
+	int pref; /* the location's member */
+};
+
+/* The order to try members in: the preferred one, then the others. */
+static int nth(const struct set_be *s, int i)
+{
+	return i == 0 ? s->pref : (i <= s->pref ? i - 1 : i);
+}
+
+static void set_close(void *be)
+{
+	struct set_be *s = be;
+
+	for (int i = 0; i < s->n; i++)
+		store_close(s->m[i].st);
+	free(s);
+}
+
+static int set_put(void *be, const char *key, const struct iovec *iov, int iovcnt,
+		   unsigned flags)
+{
+	struct set_be *s = be;
+	int rc = -EIO;
+
+	if (flags & STORE_EVERYWHERE) {
+		bool made[SET_MAX] = { false }, any = false, exists = false;
+
+		for (int i = 0; i < s->n; i++) {
+			int r = store_put(s->m[i].st, key, iov, iovcnt, flags);
+
+			if (r == 0)
+				made[i] = any = true;
+			else if (r == -EEXIST)
+				exists = true;
+			else
+				rc = r;
+		}
+		if (exists) {
+			/* Invariant 1: no copy of ours beside an existing key. */
+			for (int i = 0; i < s->n; i++) {
+				const char *keys[1] = { key };
+
+				if (made[i] && store_delete(s->m[i].st, keys, 1))
+					nv_log(NV_WARN, NV_SUB_STORE, "%s: could not take back the copy "
+					       "put into %s", key, store_name(s->m[i].st));
+			}
+			return -EEXIST;
+		}
+		return any ? 0 : rc;
+	}
+	for (int i = 0; i < s->n; i++) {
+		int k = nth(s, i);
+
+		rc = store_put(s->m[k].st, key, iov, iovcnt, flags);
+		if (rc == 0 || rc == -EEXIST || rc == -EINVAL)
+			return rc;
+		if (i + 1 < s->n)
+			nv_log(NV_WARN, NV_SUB_STORE, "%s: put into zone %s failed (%s); trying the "
+			       "next bucket", key, s->m[k].zone, strerror(-rc));
+	}
+	return rc;
+}
+
+/* Reads: the location's bucket first, then the others; -ENOENT only when
+ * every member misses (invariant 2). */
+static int set_get_range(void *be, const char *key, uint64_t off, size_t len, void *dst,
+			 size_t *got)
+{
+	struct set_be *s = be;
+	int rc = -ENOENT, err = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		rc = store_get_range(s->m[nth(s, i)].st, key, off, len, dst, got);
+		if (rc == 0 || rc == -ERANGE)
+			return rc;
+		if (rc != -ENOENT)
+			err = rc;
+	}
+	return err ? err : -ENOENT;
+}
+
+static int set_head(void *be, const char *key, uint64_t *size)
+{
+	struct set_be *s = be;
+	int rc, err = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		rc = store_head(s->m[nth(s, i)].st, key, size);
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOENT)
+			err = rc;
+	}
+	return err ? err : -ENOENT;
+}
+
+static int set_del(void *be, const char *const *keys, size_t n)
+{
+	struct set_be *s = be;
+	int first = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		int rc = store_delete(s->m[i].st, keys, n);
+
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
+}
+
+/* ------------------------------------------------------------ merged lists */
+
+struct page {
+	char **keys;
+	uint64_t *sizes;
+	int n, at;
+	bool done;
+	char *after; /* last key pulled */
+};
+
+struct pull {
+	struct page *pg;
+};
+
+static int pull_fn(void *arg, const char *key, uint64_t size)
+{
+	struct page *pg = arg;
+
+	pg->keys[pg->n] = strdup(key);
+	if (!pg->keys[pg->n])
+		return -ENOMEM;
+	pg->sizes[pg->n++] = size;
+	return pg->n == MERGE_PAGE ? 1 : 0;
+}
+
+static void page_clear(struct page *pg)
+{
+	for (int i = 0; i < pg->n; i++)
+		free(pg->keys[i]);
+	pg->n = pg->at = 0;
+}
+
+static int refill(struct store *st, const char *prefix, struct page *pg)
+{
+	int rc;
+
+	page_clear(pg);
+	rc = store_list(st, prefix, pg->after, pull_fn, pg);
+	if (rc < 0)
+		return rc;
+	if (pg->n < MERGE_PAGE)
+		pg->done = true;
+	if (pg->n) {
+		free(pg->after);
+		pg->after = strdup(pg->keys[pg->n - 1]);
+		if (!pg->after)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Merge the sorted listings of n stores (dropping duplicates). */
+static int merge_list(struct store *const *st, int n, const char *prefix,
+		      const char *start_after, store_list_fn fn, void *arg)
+{
+	struct page pg[SET_MAX];
+	char *last = NULL;
+	int rc = 0;
+
+	memset(pg, 0, sizeof(pg));
+	for (int i = 0; i < n && !rc; i++) {
+		pg[i].keys = calloc(MERGE_PAGE, sizeof(char *));
+		pg[i].sizes = calloc(MERGE_PAGE, sizeof(uint64_t));
+		pg[i].after = start_after ? strdup(start_after) : NULL;
+		if (!pg[i].keys || !pg[i].sizes || (start_after && !pg[i].after))
+			rc = -ENOMEM;
+		if (!rc)
+			rc = refill(st[i], prefix, &pg[i]);
+	}
+	while (!rc) {
+		int best = -1;
+
+		for (int i = 0; i < n; i++) {
+			if (pg[i].at == pg[i].n && !pg[i].done) {
+				rc = refill(st[i], prefix, &pg[i]);
+				if (rc)
+					break;
+			}
+			if (pg[i].at < pg[i].n &&
+			    (best < 0 || strcmp(pg[i].keys[pg[i].at], pg[best].keys[pg[best].at]) < 0))
+				best = i;
+		}
+		if (rc || best < 0)
+			break;
+		if (!last || strcmp(last, pg[best].keys[pg[best].at])) {
+			rc = fn(arg, pg[best].keys[pg[best].at], pg[best].sizes[pg[best].at]);
+			free(last);
+			last = strdup(pg[best].keys[pg[best].at]);
+			if (!rc && !last)
+				rc = -ENOMEM;
+		}
+		pg[best].at++;
+	}
+	free(last);
+	for (int i = 0; i < n; i++) {
+		page_clear(&pg[i]);
+		free(pg[i].keys);
+		free(pg[i].sizes);
+		free(pg[i].after);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+static int set_list(void *be, const char *prefix, const char *start_after, store_list_fn fn,
+		    void *arg)
+{
+	struct set_be *s = be;
+	struct store *st[SET_MAX];
+
+	for (int i = 0; i < s->n; i++)
+		st[i] = s->m[i].st;
+	return merge_list(st, s->n, prefix, start_after, fn, arg);
+}
+
+/* Multipart: the preferred member (settled objects never go to a set). */
+static int set_mpu_create(void *be, const char *key, void **upload)
+{
+	struct set_be *s = be;
+
+	return store_mpu_create(s->m[s->pref].st, key, (struct store_mpu **)upload);
+}
+
+static int set_mpu_put_part(void *be, void *upload, int part_no, const struct iovec *iov,
+			    int iovcnt)
+{
+	return store_mpu_put_part(upload, part_no, iov, iovcnt);
+}
+
+static int set_mpu_copy_part(void *be, void *upload, int part_no, const char *src_key,
+			     uint64_t off, uint64_t len)
+{
+	return store_mpu_copy_part(upload, part_no, src_key, off, len);
+}
+
+static int set_mpu_complete(void *be, void *upload, unsigned flags)
+{
+	return store_mpu_complete(upload, flags);
+}
+
+static void set_mpu_abort(void *be, void *upload)
+{
+	store_mpu_abort(upload);
+}
+
+static const struct store_backend_ops set_ops = {
+	.scheme = "set",
+	.close = set_close,
+	.put = set_put,
+	.get_range = set_get_range,
+	.head = set_head,
+	.del = set_del,
+	.list = set_list,
+	.mpu_create = set_mpu_create,
+	.mpu_put_part = set_mpu_put_part,
+	.mpu_copy_part = set_mpu_copy_part,
+	.mpu_complete = set_mpu_complete,
+	.mpu_abort = set_mpu_abort,
+};
+
+/* zone=Z of a URL's query, into zone; for dir: URLs the query is cut off
+ * (the directory backend takes none). */
+static int split_zone(char *url, char *zone, size_t cap)
+{
+	char *q = strchr(url, '?'), *p;
+
+	zone[0] = 0;
+	if (!q)
+		return 0;
+	for (p = q + 1; p && *p;) {
+		char *amp = strchr(p, '&');
+		size_t n = amp ? (size_t)(amp - p) : strlen(p);
+
+		if (n > 5 && !strncmp(p, "zone=", 5)) {
+			if (n - 5 >= cap)
+				return -EINVAL;
+			memcpy(zone, p + 5, n - 5);
+			zone[n - 5] = 0;
+		}
+		p = amp ? amp + 1 : NULL;
+	}
+	if (!strncmp(url, "dir:", 4) || url[0] == '/')
+		*q = 0;
+	return 0;
+}
+
+int store_set_open(const char *urls, const char *location, struct store **out)
+{
+	struct set_be *s = calloc(1, sizeof(*s));
+	char *copy = strdup(urls), *save = NULL, name[512] = "set(";
+	int rc = 0;
+
+	if (!s || !copy) {
+		free(s);
+		free(copy);
+		return -ENOMEM;
+	}
+	for (char *u = strtok_r(copy, ";", &save); u && !rc; u = strtok_r(NULL, ";", &save)) {
+		if (s->n == SET_MAX) {
+			nv_log(NV_ERR, NV_SUB_STORE, "a bucket set holds at most %d buckets", SET_MAX);
+			rc = -EINVAL;
+			break;
+		}
+		rc = split_zone(u, s->m[s->n].zone, sizeof(s->m[s->n].zone));
+		if (!rc)
+			rc = store_open(u, &s->m[s->n].st);
+		if (rc)
+			break;
+		if (!s->m[s->n].zone[0])
+			snprintf(s->m[s->n].zone, sizeof(s->m[s->n].zone), "z%d", s->n);
+		if (location && !strcmp(location, s->m[s->n].zone))
+			s->pref = s->n;
+		snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s%s=%s",
+			 s->n ? ";" : "", s->m[s->n].zone, store_name(s->m[s->n].st));
+		s->n++;
+	}
+	free(copy);
+	if (!rc && s->n == 0) {
+		nv_log(NV_ERR, NV_SUB_STORE, "an empty bucket set");
+		rc = -EINVAL;
+	}
+	if (rc) {
+		set_close(s);
+		return rc;
+	}
+	snprintf(name + strlen(name), sizeof(name) - strlen(name), ")");
+	nv_log(NV_INFO, NV_SUB_STORE, "bucket set %s, preferring zone %s", name,
+	       s->m[s->pref].zone);
+	return store_wrap(&set_ops, s, name, out);
+}
+
+/* ------------------------------------------------------------ the router */
+
+#define EXPRESS_PREFIX "chains/express/"
+
+struct route_be {
+	struct store *std, *express;
+};
+
+static struct store *route(const struct route_be *r, const char *key)
+{
+	return strncmp(key, EXPRESS_PREFIX, sizeof(EXPRESS_PREFIX) - 1) ? r->std : r->express;
+}
+
+static void r_close(void *be)
+{
+	struct route_be *r = be;
+
+	store_close(r->std);
+	store_close(r->express);
+	free(r);
+}
+
+static int r_put(void *be, const char *key, const struct iovec *iov, int iovcnt, unsigned flags)
+{
+	return store_put(route(be, key), key, iov, iovcnt, flags);
+}
+
+static int r_get_range(void *be, const char *key, uint64_t off, size_t len, void *dst,
+		       size_t *got)
+{
+	return store_get_range(route(be, key), key, off, len, dst, got);
+}
+
+static int r_head(void *be, const char *key, uint64_t *size)
+{
+	return store_head(route(be, key), key, size);
+}
+
+static int r_del(void *be, const char *const *keys, size_t n)
+{
+	struct route_be *r = be;
+	int first = 0;
+
+	/* Callers batch keys of one chain; split anyway. */
+	for (size_t i = 0; i < n; i++) {
+		int rc = store_delete(route(r, keys[i]), &keys[i], 1);
+
+		if (rc && !first)
+			first = rc;
+	}
+	return first;
+}
+
+static int r_list(void *be, const char *prefix, const char *start_after, store_list_fn fn,
+		  void *arg)
+{
+	struct route_be *r = be;
+	size_t pl = strlen(prefix), el = sizeof(EXPRESS_PREFIX) - 1;
+	struct store *both[2] = { r->std, r->express };
+
+	if (pl >= el && !strncmp(prefix, EXPRESS_PREFIX, el))
+		return store_list(r->express, prefix, start_after, fn, arg);
+	if (pl < el && !strncmp(prefix, EXPRESS_PREFIX, pl))
+		return merge_list(both, 2, prefix, start_after, fn, arg);
+	return store_list(r->std, prefix, start_after, fn, arg);
+}
+
+static int r_mpu_create(void *be, const char *key, void **upload)
+{
+	return store_mpu_create(route(be, key), key, (struct store_mpu **)upload);
+}
+
+static const struct store_backend_ops route_ops = {
+	.scheme = "route",
+	.close = r_close,
+	.put = r_put,
+	.get_range = r_get_range,
+	.head = r_head,
+	.del = r_del,
+	.list = r_list,
+	.mpu_create = r_mpu_create,
+	.mpu_put_part = set_mpu_put_part,
+	.mpu_copy_part = set_mpu_copy_part,
+	.mpu_complete = set_mpu_complete,
+	.mpu_abort = set_mpu_abort,
+};
+
+int store_route_new(struct store *std, struct store *express, struct store **out)
+{
+	struct route_be *r;
+	char name[512];
+
+	if (!express) {
+		*out = std;
+		return 0;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		store_close(std);
+		store_close(express);
+		return -ENOMEM;
+	}
+	r->std = std;
+	r->express = express;
+	snprintf(name, sizeof(name), "standard=%s express=%s", store_name(std),
+		 store_name(express));
+	return store_wrap(&route_ops, r, name, out);
+}
