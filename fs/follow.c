@@ -377,7 +377,7 @@ static void close_wake(void *arg, struct nv_stream *s)
 	wake_close(&s->wake);
 }
 
-void follow_shutdown(struct follow *fw)
+void follow_quiesce(struct follow *fw)
 {
 	if (!fw)
 		return;
@@ -386,6 +386,13 @@ void follow_shutdown(struct follow *fw)
 	pthread_mutex_unlock(&fw->lock);
 	/* Every parked read and poll fires; attempts now answer EOF. */
 	star_each_stream(fw->st, close_wake, NULL);
+}
+
+void follow_shutdown(struct follow *fw)
+{
+	if (!fw)
+		return;
+	follow_quiesce(fw);
 	pthread_mutex_lock(&fw->lock);
 	fw->stop = true;
 	pthread_cond_broadcast(&fw->cond);

@@ -38,8 +38,11 @@ struct follow_file;
 /* Start the view's worker.  0 and *out, -ENOMEM, -EAGAIN. */
 int follow_new(struct star *st, struct follow **out) __attribute__((warn_unused_result));
 
-/* Answer every parked read with end-of-file, stop the worker.  The
- * session loop must have ended; streams must still be alive. */
+/* Answer every parked read (and every later read at the end) with
+ * end-of-file; the worker keeps answering.  For a stop that lets readers
+ * finish while the session still serves their close. */
+void follow_quiesce(struct follow *fw);
+/* follow_quiesce(), then stop the worker.  Streams must still be alive. */
 void follow_shutdown(struct follow *fw);
 void follow_free(struct follow *fw); /* after follow_shutdown(); NULL ok */
 

@@ -602,6 +602,16 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		stream_put(s);
 	}
 	fuse_reply_err(req, nova_fs_errno(rc));
+	if (!rc && fs->se) {
+		/* The follow view's name for it goes too, not after the
+		 * kernel's entry timeout (after the reply: no lock held). */
+		struct meta_bucket b;
+
+		if (star_bucket_get(fs->star, p->bucket, &b) == 0)
+			fuse_lowlevel_notify_inval_entry(fs->se,
+							 (FS_INO_BASE + b.id) | FS_INO_FOLLOW_BIT,
+							 name, strlen(name));
+	}
 }
 
 static void fs_refuse(fuse_req_t req, const char *what)
@@ -1381,6 +1391,12 @@ static void nova_fs_forget_all(struct nova_fs *fs)
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
+}
+
+uint64_t nova_fs_quiesce(struct nova_fs *fs)
+{
+	follow_quiesce(fs->follow);
+	return NV_STAT_GET(star_stats(fs->star), parked_readers);
 }
 
 void nova_fs_shutdown(struct nova_fs *fs)

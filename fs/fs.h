@@ -72,6 +72,11 @@ void nova_fs_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t n
  * reference). */
 void nova_fs_shutdown(struct nova_fs *fs);
 
+/* The first step of a stop by signal, while the session still serves:
+ * parked follow reads end with end-of-file.  Returns how many follow
+ * reads are still parked (0 once they have all been answered). */
+uint64_t nova_fs_quiesce(struct nova_fs *fs);
+
 /* Free; every FUSE request must be finished.  NULL is a no-op. */
 void nova_fs_free(struct nova_fs *fs);
 

@@ -21,6 +21,9 @@
 #include "src/base/paths.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
 #include <fcntl.h>
 #include <fuse_opt.h>
 #include <limits.h>
@@ -270,6 +273,78 @@ static int check_options(const struct options *o)
 
 static volatile sig_atomic_t dummy;
 
+/*
+ * Stopping by signal.  libfuse's own handlers end the session loop at
+ * once, so a reader's close or a writer's last acknowledgement would meet
+ * a session nobody serves.  Ours only wake the stopper thread, which
+ * lets the session serve while the follow view answers its parked reads
+ * (end-of-file) and their readers close, then ends the loop; the engine
+ * then acknowledges the last appends while the device is still open.
+ */
+static int stop_pipe[2] = { -1, -1 };
+static pthread_t main_thread;
+
+static void on_stop_signal(int sig)
+{
+	unsigned char c = (unsigned char)sig;
+	ssize_t w = write(stop_pipe[1], &c, 1);
+
+	(void)w;
+}
+
+static void on_wake_signal(int sig)
+{
+	(void)sig; /* only interrupts the session loop's wait */
+}
+
+struct stopper {
+	struct fuse_session *se;
+	struct nova_fs *fs;
+};
+
+static void *stopper_main(void *arg)
+{
+	struct stopper *sp = arg;
+	unsigned char c = 0;
+
+	while (read(stop_pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+	if (c == 0)
+		return NULL; /* the loop ended on its own (fusermount3 -u) */
+	nv_log(NV_INFO, NV_SUB_MAIN, "signal %d: stopping (answering followers first)", c);
+	/* Parked reads end; give their readers up to 2 s to close. */
+	for (int i = 0; i < 200 && nova_fs_quiesce(sp->fs) > 0; i++) {
+		struct timespec ts = { 0, 10 * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	{
+		struct timespec ts = { 0, 200 * 1000000L }; /* their close() */
+
+		nanosleep(&ts, NULL);
+	}
+	fuse_session_exit(sp->se);
+	pthread_kill(main_thread, SIGUSR1);
+	return NULL;
+}
+
+static int install_stop_handlers(void)
+{
+	struct sigaction sa;
+	int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+
+	if (pipe(stop_pipe))
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], &sa, NULL))
+			return -1;
+	sa.sa_handler = on_wake_signal;
+	return sigaction(SIGUSR1, &sa, NULL);
+}
+
 /* The daemon's verdict to the waiting parent: one byte, 0 = mounted. */
 static void tell_parent(int fd, int code)
 {
@@ -290,6 +365,9 @@ int main(int argc, char **argv)
 	struct fuse_loop_config *lcfg = NULL;
 	struct fuse_session *se = NULL;
 	struct nova_fs *fs = NULL;
+	struct stopper stopper;
+	pthread_t stopper_thread;
+	bool have_stopper = false;
 	struct star *st = NULL;
 	struct star_cfg scfg;
 	struct fs_cfg fcfg;
@@ -454,13 +532,18 @@ int main(int argc, char **argv)
 		goto out_parent;
 	}
 	nova_fs_set_star(fs, st);
-	if (fuse_set_signal_handlers(se) != 0)
+	main_thread = pthread_self();
+	if (install_stop_handlers() != 0)
 		goto out_session;
 	if (fuse_session_mount(se, fopts.mountpoint) != 0) {
 		fprintf(stderr, "novafs: cannot mount on %s\n", fopts.mountpoint);
 		goto out_signals;
 	}
 	nova_fs_set_session(fs, se);
+	stopper.se = se;
+	stopper.fs = fs;
+	if (pthread_create(&stopper_thread, NULL, stopper_main, &stopper) == 0)
+		have_stopper = true;
 	nv_log(NV_INFO, NV_SUB_MAIN, "star %s serving %s on %s", star_id(st), dd,
 	       fopts.mountpoint);
 	if (status_fd >= 0) {
@@ -498,19 +581,30 @@ int main(int argc, char **argv)
 	 * an orderly stop, not a failure. */
 	if (ret > 0)
 		ret = 0;
+	if (have_stopper) {
+		unsigned char zero = 0;
+		ssize_t w = write(stop_pipe[1], &zero, 1); /* no-op if it already ran */
+
+		(void)w;
+		pthread_join(stopper_thread, NULL);
+	}
 	nv_log(NV_INFO, NV_SUB_MAIN, "unmounting %s: flushing and absorbing", fopts.mountpoint);
-	fuse_session_unmount(se);
-out_signals:
-	fuse_remove_signal_handlers(se);
-out_session:
-	/* The engine first: its last acknowledgements reply through the
-	 * session, which must outlive them.  The kernel's inodes are gone
-	 * with the session loop. */
+	/* While the device is still open (a signal ended the loop; after
+	 * fusermount3 -u nobody is listening anyway): parked follow reads
+	 * get their end-of-file, the engine acknowledges its last appends,
+	 * and only then is the filesystem unmounted. */
 	nova_fs_shutdown(fs);
 	rc = star_close(st);
 	st = NULL;
 	if (rc)
 		ret = 1;
+	fuse_session_unmount(se);
+out_signals:
+out_session:
+	if (st) {
+		nova_fs_shutdown(fs);
+		(void)star_close(st);
+	}
 	nova_fs_set_session(fs, NULL);
 	fuse_session_destroy(se);
 out_parent:

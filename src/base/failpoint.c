@@ -29,7 +29,7 @@ const char *const nv_fp_names[] = {
 	"absorb.after_checkpoint", /* checkpoint + marker committed, tokens held */
 	"recover.before_walk",   /* a stopped chain is about to be walked */
 	"recover.after_fence",   /* the fence object is down, the cut not recorded */
-	"recover.after_slot",    /* one slot of a stopped chain was absorbed */
+	"recover.after_slot",    /* a batch of a stopped chain's slots was absorbed */
 	"recover.before_settled", /* the walk is done, chain not yet marked */
 	"settle.after_publish",  /* a stream's objects are published, not committed */
 	"settle.after_commit",   /* the visibility CAS is done, refs not deleted */
