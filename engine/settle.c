@@ -372,9 +372,10 @@ static int adopt(const struct settle_cfg *cfg, const char *key, struct plan_obj 
 							  o->ents[o->nents - 1].nrec))
 		rc = -EBADMSG;
 	if (rc) {
-		nv_log(NV_ERR, NV_SUB_SETTLE, "%s: an object stands there that does not hold the "
-		       "records planned for it", key);
-		return -EIO;
+		/* A crashed run published here from a shorter window; nothing
+		 * names it (the rows still name the revision before), so the
+		 * caller replaces it. */
+		return -ESTALE;
 	}
 	nv_log(NV_INFO, NV_SUB_SETTLE, "%s: already published; adopting it", key);
 	o->footer_off = foff;
@@ -382,8 +383,8 @@ static int adopt(const struct settle_cfg *cfg, const char *key, struct plan_obj 
 	return 0;
 }
 
-static int publish(const struct settle_cfg *cfg, const char *bucket, uint64_t stream,
-		   struct plan_obj *o)
+static int publish_try(const struct settle_cfg *cfg, const char *bucket, uint64_t stream,
+		       struct plan_obj *o, bool again)
 {
 	struct part_writer pw = { .cfg = cfg };
 	char key[META_SETTLED_KEY_MAX];
@@ -416,12 +417,24 @@ static int publish(const struct settle_cfg *cfg, const char *bucket, uint64_t st
 		rc = store_mpu_complete(pw.mpu, STORE_CREATE_ONCE);
 		if (rc == -EEXIST)
 			rc = adopt(cfg, key, o);
-		else if (!rc) {
+		if (rc == -ESTALE && !again) {
+			const char *keys[1] = { key };
+
+			nv_log(NV_WARN, NV_SUB_SETTLE, "%s: a crashed run's object from a shorter "
+			       "window stands there, named by no row: replacing it", key);
+			rc = store_delete(cfg->store, keys, 1);
+			free(pw.buf);
+			nv_buf_free(&footer);
+			return rc ? rc : publish_try(cfg, bucket, stream, o, true);
+		}
+		if (!rc && o->footer_len == 0) {
 			o->footer_off = o->size;
 			o->footer_len = (uint32_t)footer.len;
 			NV_STAT_ADD(cfg->stats, settled_objects, 1);
 		}
 	}
+	if (rc == -ESTALE)
+		rc = -EIO; /* replaced once and still not ours */
 	if (rc)
 		nv_log(NV_ERR, NV_SUB_SETTLE, "%s: publishing failed: %s", key, strerror(-rc));
 	else
@@ -430,6 +443,12 @@ static int publish(const struct settle_cfg *cfg, const char *bucket, uint64_t st
 	free(pw.buf);
 	nv_buf_free(&footer);
 	return rc;
+}
+
+static int publish(const struct settle_cfg *cfg, const char *bucket, uint64_t stream,
+		   struct plan_obj *o)
+{
+	return publish_try(cfg, bucket, stream, o, false);
 }
 
 /* ------------------------------------------------------------ one stream */
@@ -618,31 +637,69 @@ static int settle_stream(struct era *e, struct era_stream *es)
 		es->outcome = DROPPED; /* everything here was trimmed away */
 		goto out;
 	}
+	/*
+	 * An earlier run may have committed part of this stream's history
+	 * and crashed before its clean-up, and this era may reach further
+	 * than that run's (more markers ripened since).  Whatever a catalog
+	 * row already covers is done: its leftover span refs go, and only
+	 * the keys beyond it form the window (settle.h invariant 3).  The
+	 * covering row is either the one at the first key (the span ref was
+	 * the pivot) or the one before it (a tail extension's pivot).
+	 */
+	{
+		uint64_t cov_seq = 0, cov_byte = 0;
+		struct meta_ref r0;
+
+		meta_ref_init(&r0);
+		rc = meta_ref_floor_seq(cfg->kv, es->id, es->keys[k0], &r0);
+		if (rc == 0 && r0.kind == META_REF_CATALOG && r0.end_seq > es->keys[k0]) {
+			cov_seq = r0.end_seq;
+			cov_byte = r0.end_byte;
+		} else if (rc == 0 && r0.kind == META_REF_SPAN && r0.first_seq == es->keys[k0] &&
+			   es->keys[k0] > 0) {
+			rc = meta_ref_floor_seq(cfg->kv, es->id, es->keys[k0] - 1, &prev);
+			if (rc == 0 && prev.kind == META_REF_CATALOG && prev.end_seq > es->keys[k0]) {
+				cov_seq = prev.end_seq;
+				cov_byte = prev.end_byte;
+			}
+			meta_ref_clear(&prev);
+			if (rc == -ENOENT)
+				rc = 0;
+		} else if (rc == -ENOENT) {
+			rc = 0;
+		}
+		meta_ref_clear(&r0);
+		if (rc)
+			goto out;
+		if (cov_seq) {
+			rc = delete_covered(cfg, es->id, es->keys, es->nkeys, cov_seq, UINT64_MAX);
+			if (rc)
+				goto out;
+			while (k0 < es->nkeys && es->keys[k0] < cov_seq)
+				k0++;
+			es->end_seq = cov_seq;
+			es->end_byte = cov_byte;
+			if (k0 == es->nkeys) {
+				es->outcome = SETTLED; /* all of it, by the earlier run */
+				goto out;
+			}
+			nv_log(NV_INFO, NV_SUB_SETTLE, "stream %llu: an earlier run settled up to seq "
+			       "%llu; settling on from seq %llu", (unsigned long long)es->id,
+			       (unsigned long long)cov_seq, (unsigned long long)es->keys[k0]);
+		}
+	}
 	for (uint32_t i = k0; i < es->nkeys; i++) {
 		meta_ref_init(&w.refs[w.n]);
 		rc = meta_ref_get(cfg->kv, es->id, es->keys[i], &w.refs[w.n], &w.vers[w.n]);
-		if (rc == -ENOENT && i > k0)
-			continue;
-		if (rc == -ENOENT || (!rc && w.refs[w.n].kind != META_REF_SPAN)) {
-			/* The start is no span ref: an earlier run committed.
-			 * Finish its clean-up. */
+		if (rc == 0 && w.refs[w.n].kind != META_REF_SPAN)
+			rc = -ENOENT;
+		if (rc == -ENOENT) {
 			meta_ref_clear(&w.refs[w.n]);
-			rc = meta_ref_floor_seq(cfg->kv, es->id, es->keys[k0], &prev);
-			if (rc == 0 && prev.kind == META_REF_CATALOG && prev.end_seq > es->keys[k0]) {
-				rc = delete_covered(cfg, es->id, es->keys, es->nkeys, prev.end_seq,
-						    UINT64_MAX);
-				if (!rc) {
-					es->outcome = SETTLED;
-					es->end_seq = prev.end_seq;
-					es->end_byte = prev.end_byte;
-				}
-			} else if (rc == 0 || rc == -ENOENT) {
-				nv_log(NV_WARN, NV_SUB_SETTLE, "stream %llu: no ref at seq %llu and no "
-				       "catalog row covers it: leaving it", (unsigned long long)es->id,
-				       (unsigned long long)es->keys[k0]);
-				es->outcome = RESIDUE;
-				rc = 0;
-			}
+			nv_log(NV_WARN, NV_SUB_SETTLE, "stream %llu: no span ref at seq %llu and no "
+			       "catalog row covers it: leaving it", (unsigned long long)es->id,
+			       (unsigned long long)es->keys[i]);
+			es->outcome = RESIDUE;
+			rc = 0;
 			goto out;
 		}
 		if (rc)
