@@ -40,7 +40,8 @@ Modes:
                 (A mount point named like a mode must be given as ./check.)
   check         Also installs the [test] packages, builds, runs 'make check'
                 (integration tests mount FUSE: run as root with /dev/fuse) and
-                prints test-suite.log on failure.  With SANITIZERS=1 (the
+                prints test-suite.log on failure, then 'make memcheck'
+                (every unit test under valgrind).  With SANITIZERS=1 (the
                 default) it then builds a second copy in build-san/ with
                 --enable-sanitizers and runs 'make check' there too.  Exits
                 non-zero on the first failure.
@@ -359,6 +360,8 @@ check_mode() {
 	fi
 	build_in_tree
 	make_check "tests"
+	say "memcheck: valgrind over every unit test"
+	make memcheck || die "memcheck: valgrind found errors (logs: tests/unit/*.memcheck.log)"
 	if [[ ${SANITIZERS:-1} == 1 ]]; then
 		check_sanitized
 	else
