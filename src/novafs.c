@@ -136,7 +136,7 @@ static void usage(const char *prog, const struct options *d)
 	       "novafs options:\n"
 	       "    -o data_dir=DIR            embedded store, metastore and star id (%s)\n"
 	       "    -o store=URL               the standard bucket: dir:/path or\n"
-	       "                               s3://BUCKET?endpoint=URL&region=R&... (see novafs(8))\n"
+	       "                               s3://BUCKET?OPT=VALUE&... (see novafs(8))\n"
 	       "                               (dir:DATA_DIR/objects)\n"
 	       "    -o express=URL;URL;...     the express bucket set, one URL per zone, each with\n"
 	       "                               zone=Z in its query (the standard bucket)\n"
