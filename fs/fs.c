@@ -334,7 +334,10 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	conn->max_write = fs->cfg.max_write;
 	conn->max_read = 1u << 20; /* must equal -o max_read (src/novafs.c) */
-	if (fs->cfg.max_readahead < conn->max_readahead)
+	/* The kernel keeps min(its bdi's read_ahead_kb, this): src/novafs.c
+	 * raised the former in sysfs before this reply, so asking for more
+	 * than the kernel proposed is what makes the raise stick. */
+	if (fs->cfg.max_readahead)
 		conn->max_readahead = fs->cfg.max_readahead;
 	nv_log(NV_INFO, NV_SUB_FS, "FUSE protocol %u.%u, max_write %u, max_readahead %u",
 	       conn->proto_major, conn->proto_minor, conn->max_write, conn->max_readahead);

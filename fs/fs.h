@@ -46,7 +46,7 @@ struct fs_cfg {
 	double attr_timeout;  /* seconds the kernel may cache attributes */
 	double entry_timeout; /* seconds the kernel may cache names */
 	unsigned max_write;   /* bytes per write request (one record) */
-	unsigned max_readahead;
+	unsigned max_readahead; /* bytes of kernel readahead; 0: the kernel's */
 	uid_t uid;            /* owner shown for every node */
 	gid_t gid;
 	const char *data_dir; /* for statfs */

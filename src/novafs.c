@@ -60,6 +60,7 @@ struct options {
 	unsigned absorb_linger_us;
 	unsigned max_write_kib;
 	double attr_timeout;
+	unsigned kernel_readahead_kib;
 	unsigned age_cap_standard_s;
 	unsigned age_cap_express_s;
 	unsigned settle_trigger_mib;
@@ -101,6 +102,7 @@ static const struct fuse_opt nova_opts[] = {
 	OPT("absorb_linger_us=%u", absorb_linger_us),
 	OPT("max_write_kib=%u", max_write_kib),
 	OPT("attr_timeout=%lf", attr_timeout),
+	OPT("kernel_readahead_kib=%u", kernel_readahead_kib),
 	OPT("age_cap_standard_s=%u", age_cap_standard_s),
 	OPT("age_cap_express_s=%u", age_cap_express_s),
 	OPT("settle_trigger_mib=%u", settle_trigger_mib),
@@ -160,6 +162,8 @@ static void usage(const char *prog, const struct options *d)
 	       "    -o absorb_linger_us=N      absorb waits this long for more flights (%u)\n"
 	       "    -o max_write_kib=N         largest write request, i.e. record (%u)\n"
 	       "    -o attr_timeout=S          kernel attribute cache seconds (%.1f)\n"
+	       "    -o kernel_readahead_kib=N  the mount's kernel readahead, 0 = the kernel's\n"
+	       "                               own 128 (%u)\n"
 	       "    -o age_cap_standard_s=N    standard bytes stay in transit at most (%u)\n"
 	       "    -o age_cap_express_s=N     express bytes stay in transit at most (%u)\n"
 	       "    -o settle_trigger_mib=N    settle a stream once it has this much un-settled (%u)\n"
@@ -183,7 +187,7 @@ static void usage(const char *prog, const struct options *d)
 	       d->linger_us, d->put_window, d->put_timeout_s, d->chunk_kib, d->compress,
 	       d->readahead, d->prefetch_threads, d->absorb_batch, d->absorb_linger_us,
 	       d->max_write_kib,
-	       d->attr_timeout, d->age_cap_standard_s, d->age_cap_express_s,
+	       d->attr_timeout, d->kernel_readahead_kib, d->age_cap_standard_s, d->age_cap_express_s,
 	       d->settle_trigger_mib, d->settle_linger_s, d->output_cap_mib, d->read_grace_s,
 	       d->fetch_cache_mib, d->settle_workers, d->audit_interval_ms, subsystems);
 	printf("FUSE options:\n");
@@ -212,6 +216,7 @@ static void set_defaults(struct options *o)
 	o->absorb_linger_us = (unsigned)(d.absorb_linger_ns / 1000);
 	o->max_write_kib = 1024;
 	o->attr_timeout = 1.0;
+	o->kernel_readahead_kib = 8192;
 	o->age_cap_standard_s = (unsigned)(d.age_cap_ns[NV_CLASS_STANDARD] / NV_NS_PER_S);
 	o->age_cap_express_s = (unsigned)(d.age_cap_ns[NV_CLASS_EXPRESS] / NV_NS_PER_S);
 	o->settle_trigger_mib = (unsigned)(d.settle_trigger_bytes >> 20);
@@ -242,6 +247,7 @@ static int check_options(const struct options *o)
 		{ "absorb_batch", o->absorb_batch, 1, 65536 },
 		{ "absorb_linger_us", o->absorb_linger_us, 0, 1000000 },
 		{ "max_write_kib", o->max_write_kib, 4, 1024 },
+		{ "kernel_readahead_kib", o->kernel_readahead_kib, 0, 1u << 20 },
 		{ "age_cap_standard_s", o->age_cap_standard_s, 0, 30 * 86400 },
 		{ "age_cap_express_s", o->age_cap_express_s, 0, 30 * 86400 },
 		{ "settle_trigger_mib", o->settle_trigger_mib, 1, 1u << 20 },
@@ -346,6 +352,86 @@ static int install_stop_handlers(void)
 }
 
 /* The daemon's verdict to the waiting parent: one byte, 0 = mounted. */
+/* mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo; undo it in place. */
+static void unescape_octal(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = 0;
+}
+
+/*
+ * The kernel gives a FUSE mount 128 KiB of readahead (libfuse can only
+ * lower it at init), so a sequential `cat` keeps one or two requests in
+ * flight where a local disk keeps megabytes.  Raise the mount's
+ * read_ahead_kb in sysfs, found through its device number in
+ * /proc/self/mountinfo (a stat of the mount point would call into this
+ * very filesystem before its loop runs).  Failure (not root, no sysfs)
+ * is logged and harmless.
+ */
+static void set_kernel_readahead(const char *mnt, unsigned kib)
+{
+	char line[4096], dev[32] = "", path[96];
+	FILE *f;
+	int fd;
+
+	if (!kib)
+		return;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f) {
+		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: mountinfo: %s",
+		       strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE ... */
+		char *save = NULL, *tok[5], *fstype;
+		int n = 0;
+
+		fstype = strstr(line, " - ");
+		if (!fstype || strncmp(fstype + 3, "fuse", 4))
+			continue;
+		for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
+			tok[n++] = t;
+		if (n < 5)
+			continue;
+		unescape_octal(tok[4]);
+		if (!strcmp(tok[4], mnt))
+			snprintf(dev, sizeof(dev), "%s", tok[2]); /* the last one is on top */
+	}
+	fclose(f);
+	if (!dev[0]) {
+		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: %s not in mountinfo",
+		       mnt);
+		return;
+	}
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char v[16];
+		int len = snprintf(v, sizeof(v), "%u\n", kib);
+
+		if (write(fd, v, (size_t)len) == len) {
+			close(fd);
+			nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead of %s: %u KiB", mnt, kib);
+			return;
+		}
+	}
+	nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead of %s left at the default: %s: %s", mnt,
+	       path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 static void tell_parent(int fd, int code)
 {
 	unsigned char c = (unsigned char)code;
@@ -471,7 +557,7 @@ int main(int argc, char **argv)
 	fcfg.attr_timeout = o.attr_timeout;
 	fcfg.entry_timeout = o.attr_timeout;
 	fcfg.max_write = o.max_write_kib << 10;
-	fcfg.max_readahead = 1u << 20;
+	fcfg.max_readahead = o.kernel_readahead_kib << 10;
 	fcfg.uid = getuid();
 	fcfg.gid = getgid();
 	fcfg.data_dir = dd;
@@ -540,6 +626,7 @@ int main(int argc, char **argv)
 		goto out_signals;
 	}
 	nova_fs_set_session(fs, se);
+	set_kernel_readahead(fopts.mountpoint, o.kernel_readahead_kib);
 	stopper.se = se;
 	stopper.fs = fs;
 	if (pthread_create(&stopper_thread, NULL, stopper_main, &stopper) == 0)

@@ -1,12 +1,16 @@
 #!/bin/bash
 # t_basic: one bucket, one stream, 1000 `echo >>` records.  Checks the bytes
 # read back, st_size against `wc -c`, user.nova.seq (one write = one record)
-# and the root stats counters.
+# and the root stats counters; and the mount's kernel readahead.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$TESTLIB"
 nv_init
 nv_start
+
+say "the mount's kernel readahead is raised to kernel_readahead_kib (8192)"
+ra=/sys/class/bdi/$(mountpoint -d "$MNT")/read_ahead_kb
+nv_expect_eq "$(cat "$ra")" 8192 "$ra"
 
 say "mkdir a bucket"
 mkdir "$MNT/logs" || fail "mkdir bucket"
