@@ -91,7 +91,7 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 	struct meta_marker mk = { 0 };
 	struct meta_chain next;
 	struct kv_txn *t = NULL;
-	uint64_t total = 0, rev, ripe_linger = UINT64_MAX;
+	uint64_t total = 0, rev, ripe_linger = UINT64_MAX, birth = nv_now_wall_ns();
 	int rc = 0;
 
 	if (n == 0)
@@ -154,14 +154,17 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 				break;
 			}
 			rc = meta_ref_add_slot(r, &se);
-			/* The size trigger: did this run carry the stream's
-			 * un-settled bytes across it? */
+			/* The size trigger: are the stream's un-settled bytes
+			 * at or over it after this run?  Then join its open
+			 * round, or open one (absorb.h). */
 			if (pol->trigger_bytes && run->settled_byte != ABSORB_UNKNOWN &&
-			    run->first_byte >= run->settled_byte &&
-			    run->first_byte - run->settled_byte < pol->trigger_bytes &&
+			    run->first_byte + run->nbytes >= run->settled_byte &&
 			    run->first_byte + run->nbytes - run->settled_byte >= pol->trigger_bytes) {
-				uint64_t d = pol->linger_ns +
-					     absorb_jitter_ns(run->stream_id, pol->linger_ns);
+				uint64_t d = run->round_ripe_ns > birth
+						     ? run->round_ripe_ns - birth
+						     : pol->linger_ns +
+							       absorb_jitter_ns(run->stream_id,
+										pol->linger_ns);
 
 				if (d < ripe_linger)
 					ripe_linger = d;
@@ -203,7 +206,7 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 	mk.epoch = row->epoch;
 	mk.first_slot = slots[0].slot;
 	mk.end_slot = slots[n - 1].slot + 1;
-	mk.birth_ns = nv_now_wall_ns();
+	mk.birth_ns = birth;
 	mk.crossed = ripe_linger != UINT64_MAX;
 	mk.ripe_ns = mk.birth_ns + (mk.crossed ? ripe_linger : pol->age_cap_ns);
 	mk.nstreams = b.n;
@@ -236,6 +239,7 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 		if (res) {
 			res->nrefs = b.n;
 			res->end_slot = mk.end_slot;
+			res->ripe_ns = mk.ripe_ns;
 		}
 		rc = NV_FP("absorb.after_checkpoint");
 	}
@@ -339,6 +343,7 @@ static int commit_flights(struct absorb *a, struct flight *list, uint32_t n)
 			runs[k].max_ts = f->runs[j].max_ts;
 			runs[k].nrec = f->runs[j].nrec;
 			runs[k].settled_byte = atomic_load(&f->runs[j].stream->settled_byte);
+			runs[k].round_ripe_ns = atomic_load(&f->runs[j].stream->round_ripe_ns);
 		}
 	}
 	{
@@ -357,6 +362,25 @@ static int commit_flights(struct absorb *a, struct flight *list, uint32_t n)
 			a->row_ver = ver;
 			pthread_mutex_unlock(&a->lock);
 		}
+	}
+	if (!rc && res.ripe_ns) {
+		/* Streams over the trigger whose round had ripened (or that had
+		 * none) opened a round that ripens with this batch. */
+		const struct absorb_policy *pol = &a->cfg.policy;
+		uint64_t now = nv_now_wall_ns(), x = 0;
+
+		for (struct flight *f = list; f; f = f->next)
+			for (uint32_t j = 0; j < f->nruns; j++, x++) {
+				const struct absorb_run *r = &runs[x];
+				uint64_t end = r->first_byte + r->nbytes;
+				struct nv_stream *s = f->runs[j].stream;
+
+				if (pol->trigger_bytes && r->settled_byte != ABSORB_UNKNOWN &&
+				    end >= r->settled_byte &&
+				    end - r->settled_byte >= pol->trigger_bytes &&
+				    atomic_load(&s->round_ripe_ns) <= now)
+					atomic_store(&s->round_ripe_ns, res.ripe_ns);
+			}
 	}
 	if (!rc) {
 		NV_STAT_ADD(a->cfg.stats, absorb_batches, 1);

@@ -48,6 +48,8 @@ struct absorb_run {
 	/* Where the stream's settled history ends (its un-settled bytes are
 	 * measured from here), or ABSORB_UNKNOWN: no crossing detection. */
 	uint64_t settled_byte;
+	/* When the stream's open settle round ripens (wall ns), 0: none. */
+	uint64_t round_ripe_ns;
 };
 
 #define ABSORB_UNKNOWN UINT64_MAX
@@ -64,9 +66,14 @@ struct absorb_slot {
 /*
  * When markers ripen (engine/settle.c schedules by them).  A batch in
  * which a stream's un-settled bytes (its ref end minus its settled end)
- * crossed trigger_bytes ripens at birth + linger + that stream's
- * deterministic jitter (up to linger/2, from its id, so cohorts of
- * streams spread out); otherwise at birth + the class's age cap.
+ * reach trigger_bytes opens a settle round for the stream: it ripens at
+ * birth + linger + that stream's deterministic jitter (up to linger/2,
+ * from its id, so cohorts of streams spread out).  Later batches of the
+ * stream while that round is open ripen with it (run->round_ripe_ns), so
+ * the round's settle takes everything the stream accumulated, once per
+ * round, never once per threshold; the first batch after the round
+ * ripened, still over the trigger, opens the next round.  A batch with
+ * no stream over the trigger ripens at birth + the class's age cap.
  */
 struct absorb_policy {
 	uint64_t age_cap_ns;
@@ -81,6 +88,7 @@ uint64_t absorb_jitter_ns(uint64_t stream_id, uint64_t linger_ns);
 struct absorb_result {
 	uint32_t nrefs;
 	uint64_t end_slot;
+	uint64_t ripe_ns; /* when the batch's marker ripens */
 };
 
 /*

@@ -83,6 +83,9 @@ struct nv_stream {
 	_Atomic uint64_t frontier_seq, frontier_byte;
 	_Atomic uint64_t trim_seq, trim_byte;
 	_Atomic uint64_t settled_seq, settled_byte; /* end of settled history */
+	/* When the stream's open settle round ripens (wall ns; 0 none).
+	 * Written only by the absorb of the stream's class (absorb.h). */
+	_Atomic uint64_t round_ripe_ns;
 	_Atomic uint64_t mtime_ns; /* time of the last acknowledged append */
 
 	/* Closed at every ack that moves acked_byte, at deletion and at

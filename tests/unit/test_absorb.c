@@ -1210,6 +1210,80 @@ static void test_absorb_recover_crash_rerun(void **state)
 		assert_true(slot_exists(f, s));
 }
 
+/* ===================================================== settle rounds */
+
+/* Commit one single-run batch of stream 7 at the chain's checkpoint with
+ * the trigger policy; returns the batch's ripe time, *birth_lo/hi bound
+ * its birth. */
+static uint64_t round_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
+			    uint64_t first_byte, uint64_t nbytes, uint64_t settled,
+			    uint64_t round, uint64_t *birth_lo, uint64_t *birth_hi)
+{
+	static const struct absorb_policy pol = {
+		.age_cap_ns = AGE_CAP, .trigger_bytes = 8u << 20, .linger_ns = 30 * NV_NS_PER_S,
+	};
+	struct absorb_run run = RUN(7, first_byte, first_byte, 1, nbytes);
+	struct absorb_slot slot = { .slot = row->checkpoint, .footer_off = 1, .footer_len = 64,
+				    .nruns = 1, .runs = &run };
+	struct absorb_result res = { 0 };
+
+	run.settled_byte = settled;
+	run.round_ripe_ns = round;
+	*birth_lo = nv_now_wall_ns();
+	assert_int_equal(absorb_commit_batch(kv, row, ver, &slot, 1, &pol, &res), 0);
+	*birth_hi = nv_now_wall_ns();
+	return res.ripe_ns;
+}
+
+/* The size trigger opens a round; batches while it is open ripen with it;
+ * the first batch after it ripened, still over the trigger, opens the
+ * next; under the trigger, or with the settled end unknown, the age cap. */
+static void test_absorb_settle_rounds(void **state)
+{
+	struct efx *f = *state;
+	const uint64_t M = 1u << 20, linger = 30 * NV_NS_PER_S;
+	const uint64_t jit = absorb_jitter_ns(7, linger);
+	struct meta_chain row;
+	uint64_t ver, lo, hi, ripe, round;
+	struct mk_list *ml = calloc(1, sizeof(*ml));
+
+	assert_non_null(ml);
+	assert_true(jit <= linger / 2);
+	row = mint(f->kv, &ver);
+
+	/* 1 MiB un-settled: under the trigger. */
+	ripe = round_batch(f->kv, &row, &ver, 0, M, 0, 0, &lo, &hi);
+	assert_true(ripe >= lo + AGE_CAP && ripe <= hi + AGE_CAP);
+	/* Crossing 8 MiB: a round opens at birth + linger + jitter. */
+	round = round_batch(f->kv, &row, &ver, M, 8 * M, 0, 0, &lo, &hi);
+	assert_true(round >= lo + linger + jit && round <= hi + linger + jit);
+	/* Already over the trigger while the round is open: ripens with it. */
+	ripe = round_batch(f->kv, &row, &ver, 9 * M, M, 0, round, &lo, &hi);
+	assert_int_equal(ripe, round);
+	/* The round ripened (its settle has not moved the settled end yet):
+	 * still over the trigger, so the next round opens. */
+	ripe = round_batch(f->kv, &row, &ver, 10 * M, M, 0, 1, &lo, &hi);
+	assert_true(ripe >= lo + linger + jit && ripe <= hi + linger + jit);
+	/* Settled end unknown (a recovery walk): the age cap. */
+	ripe = round_batch(f->kv, &row, &ver, 11 * M, M, ABSORB_UNKNOWN, 0, &lo, &hi);
+	assert_true(ripe >= lo + AGE_CAP && ripe <= hi + AGE_CAP);
+	/* The settle moved the settled end: 2 MiB un-settled, the age cap. */
+	ripe = round_batch(f->kv, &row, &ver, 12 * M, M, 11 * M, 0, &lo, &hi);
+	assert_true(ripe >= lo + AGE_CAP && ripe <= hi + AGE_CAP);
+
+	/* The markers say which batches crossed. */
+	assert_int_equal(meta_marker_list(f->kv, 0, EFX_STAR, 1, mk_collect, ml), 0);
+	assert_int_equal(ml->n, 6);
+	{
+		static const int crossed[6] = { 0, 1, 1, 1, 0, 0 };
+
+		for (int i = 0; i < 6; i++)
+			assert_int_equal(ml->m[i].crossed, crossed[i]);
+	}
+	assert_int_equal(ml->m[2].ripe_ns, ml->m[1].ripe_ns);
+	free(ml);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -1230,6 +1304,7 @@ int main(void)
 		T(test_absorb_recover_adopts_fence_object),
 		T(test_absorb_recover_refuses_corrupt_slot),
 		T(test_absorb_recover_crash_rerun),
+		T(test_absorb_settle_rounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
