@@ -109,30 +109,45 @@ int fetch_cache_size(struct fetch_cache *fc, const char *key, uint64_t *size)
 	return f ? 0 : store_head(fc->store, key, size);
 }
 
+/* Reserve n more bytes of the budget; false when they do not fit. */
+static bool reserve(struct fetch_cache *fc, uint64_t n)
+{
+	bool ok;
+
+	pthread_mutex_lock(&fc->lock);
+	ok = fc->bytes + n <= fc->budget;
+	if (ok)
+		fc->bytes += n;
+	pthread_mutex_unlock(&fc->lock);
+	return ok;
+}
+
+static void unreserve(struct fetch_cache *fc, uint64_t n)
+{
+	pthread_mutex_lock(&fc->lock);
+	fc->bytes -= n;
+	pthread_mutex_unlock(&fc->lock);
+}
+
+/*
+ * Copy the object by ranged GETs of COPY_CHUNK until one comes back
+ * short (or, at an exact multiple, -ERANGE): no HEAD first.  The budget
+ * is reserved a chunk ahead and trimmed to what arrived.
+ */
 int fetch_cache_warm(struct fetch_cache *fc, const char *key)
 {
 	char tmp[4096], fin[4096];
-	uint64_t size, id, off = 0;
+	uint64_t id, off = 0, held = 0;
 	uint8_t *buf = NULL;
 	struct fc_file *f;
 	int fd = -1, rc;
 
 	pthread_mutex_lock(&fc->lock);
 	f = find_locked(fc, key);
+	id = fc->next_id++;
 	pthread_mutex_unlock(&fc->lock);
 	if (f)
 		return 0;
-	rc = store_head(fc->store, key, &size);
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&fc->lock);
-	if (fc->bytes + size > fc->budget) {
-		pthread_mutex_unlock(&fc->lock);
-		return -ENOBUFS;
-	}
-	fc->bytes += size; /* reserved while copying */
-	id = fc->next_id++;
-	pthread_mutex_unlock(&fc->lock);
 
 	path_of(fc, id, tmp, sizeof(tmp), true);
 	path_of(fc, id, fin, sizeof(fin), false);
@@ -148,20 +163,29 @@ int fetch_cache_warm(struct fetch_cache *fc, const char *key)
 		rc = buf ? -errno : -ENOMEM;
 		goto fail;
 	}
-	while (off < size) {
-		size_t want = size - off < COPY_CHUNK ? (size_t)(size - off) : COPY_CHUNK, got;
+	for (;;) {
+		size_t got = 0;
 
-		rc = store_get_range(fc->store, key, off, want, buf, &got);
-		if (!rc && got != want)
-			rc = -EBADMSG; /* invariant 2: the object changed size */
+		if (!reserve(fc, COPY_CHUNK)) {
+			rc = -ENOBUFS;
+			goto fail;
+		}
+		held += COPY_CHUNK;
+		rc = store_get_range(fc->store, key, off, COPY_CHUNK, buf, &got);
+		if (rc == -ERANGE && off > 0)
+			rc = 0; /* the object ended at a chunk boundary */
 		if (rc)
 			goto fail;
-		if (pwrite(fd, buf, want, (off_t)off) != (ssize_t)want) {
+		unreserve(fc, COPY_CHUNK - got);
+		held -= COPY_CHUNK - got;
+		if (got && pwrite(fd, buf, got, (off_t)off) != (ssize_t)got) {
 			rc = errno ? -errno : -EIO;
 			nv_log(NV_ERR, NV_SUB_SETTLE, "fetch cache %s: %s", tmp, strerror(-rc));
 			goto fail;
 		}
-		off += want;
+		off += got;
+		if (got < COPY_CHUNK)
+			break;
 	}
 	close(fd);
 	fd = -1;
@@ -176,13 +200,11 @@ int fetch_cache_warm(struct fetch_cache *fc, const char *key)
 	if (!f || !f->key) {
 		free(f);
 		unlink(fin);
-		pthread_mutex_lock(&fc->lock);
-		fc->bytes -= size;
-		pthread_mutex_unlock(&fc->lock);
+		unreserve(fc, held);
 		return -ENOMEM;
 	}
 	f->id = id;
-	f->size = size;
+	f->size = off;
 	pthread_mutex_lock(&fc->lock);
 	f->next = fc->files;
 	fc->files = f;
@@ -193,9 +215,7 @@ fail:
 		close(fd);
 	unlink(tmp);
 	free(buf);
-	pthread_mutex_lock(&fc->lock);
-	fc->bytes -= size;
-	pthread_mutex_unlock(&fc->lock);
+	unreserve(fc, held);
 	return rc;
 }
 

@@ -10,8 +10,9 @@
  *  1. bytes (the sum of cached file sizes) stays within the budget; an
  *     object that does not fit after evicting every unpinned file is not
  *     cached (-ENOBUFS) and the caller reads it from the store.
- *  2. A cached file is complete and verified against the store's size
- *     before it is visible; partial files never are.
+ *  2. A cached file is the whole object (read by ranged GETs until one
+ *     comes back short, without a HEAD) before it is visible; partial
+ *     files never are.
  *  3. Files live in one private scratch directory, emptied at open and
  *     at close.
  */

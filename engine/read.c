@@ -26,7 +26,8 @@
 struct pf_job {
 	struct reader *rd; /* a reference */
 	uint64_t pos;
-	unsigned depth;
+	bool cont;        /* continues a slot or object another job started */
+	bool next_queued; /* a job for the slot or object after it is queued */
 	struct pf_job *next;
 };
 
@@ -52,7 +53,7 @@ struct reader {
 	uint64_t last_end;        /* lock: where the previous page ended */
 	uint64_t ra_end;          /* lock: read-ahead has covered [.., ra_end) */
 	uint64_t chunk_bytes;     /* lock: size of the last cold chunk seen */
-	bool ra_active;           /* lock: a prefetch chain is running */
+	unsigned ra_jobs;         /* lock: prefetch jobs queued or running */
 	bool closed;              /* lock: handle released; stop prefetching */
 };
 
@@ -62,6 +63,8 @@ struct loc {
 	uint64_t footer_off;
 	uint32_t footer_len;
 	enum read_tier tier;
+	uint64_t next_byte; /* cold: where the next slot or object starts (or the
+			     * ref ends); 0 unknown */
 };
 
 const char *read_tier_name(enum read_tier t)
@@ -96,6 +99,7 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, u
 				l->footer_off = p.footer_off;
 				l->footer_len = p.footer_len;
 				l->tier = READ_FLIGHT;
+				l->next_byte = 0;
 				return 0;
 			}
 			/* Absorbed between the two loads: the frontier moved. */
@@ -136,6 +140,8 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, u
 						 o->first_seq, o->rev);
 				l->footer_off = o->footer_off;
 				l->footer_len = o->footer_len;
+				l->next_byte = o + 1 < r.objs + r.nobjs ? o[1].first_byte
+									 : r.end_byte;
 			} else {
 				uint32_t i = by_seq ? meta_ref_slot_for_seq(&r, pos)
 						    : meta_ref_slot_for_byte(&r, pos);
@@ -144,6 +150,8 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, u
 					       r.slots[i].slot);
 				l->footer_off = r.slots[i].footer_off;
 				l->footer_len = r.slots[i].footer_len;
+				l->next_byte = i + 1 < r.nslots ? r.slots[i + 1].first_byte
+								: r.end_byte;
 			}
 			l->tier = READ_COLD;
 			meta_ref_clear(&r);
@@ -169,7 +177,9 @@ static int bad_object(struct read_engine *re, const char *key, const char *what,
 		return -EIO;
 	}
 	nv_log(NV_WARN, NV_SUB_READ, "%s: %s: %s", key, what, strerror(-rc));
-	return rc;
+	/* The store already retried transient failures (a zone down, a
+	 * timeout): to a reader that is an I/O error, never EAGAIN. */
+	return rc == -ENOMEM ? rc : -EIO;
 }
 
 static int load_footer(struct read_engine *re, const struct loc *l, struct rc_blob **out)
@@ -368,24 +378,43 @@ static void reader_unref(struct reader *rd)
 	}
 }
 
-static bool enqueue(struct read_engine *re, struct reader *rd, uint64_t pos, unsigned depth)
+/*
+ * Read-ahead.  A job warms the chunk at one stream position into the
+ * read cache.  Jobs fan out: one that finds its bytes in a slot (or
+ * settled object) whose successor starts at a known byte queues a job
+ * there before its own GETs, so a stream of many small slots has up to
+ * prefetch_threads footers and chunks in flight at once; a job inside a
+ * large slot or object continues with the next chunk after its own (a
+ * continuation, which never fans out, so no position is queued twice).
+ * Nothing is queued past the reader's position plus the read-ahead
+ * window (readahead chunks of the size the reader last met).
+ */
+static bool enqueue(struct read_engine *re, struct reader *rd, uint64_t pos, bool cont,
+		    bool next_queued)
 {
 	struct pf_job *j;
 
-	pthread_mutex_lock(&re->lock);
-	if (re->stop || re->qlen >= PF_QUEUE_MAX || !re->nthreads) {
-		pthread_mutex_unlock(&re->lock);
+	pthread_mutex_lock(&rd->lock);
+	if (rd->closed) {
+		pthread_mutex_unlock(&rd->lock);
 		return false;
 	}
-	j = calloc(1, sizeof(*j));
-	if (!j) {
+	rd->ra_jobs++;
+	pthread_mutex_unlock(&rd->lock);
+	pthread_mutex_lock(&re->lock);
+	if (re->stop || re->qlen >= PF_QUEUE_MAX || !re->nthreads ||
+	    !(j = calloc(1, sizeof(*j)))) {
 		pthread_mutex_unlock(&re->lock);
+		pthread_mutex_lock(&rd->lock);
+		rd->ra_jobs--;
+		pthread_mutex_unlock(&rd->lock);
 		return false;
 	}
 	atomic_fetch_add(&rd->refs, 1);
 	j->rd = rd;
 	j->pos = pos;
-	j->depth = depth;
+	j->cont = cont;
+	j->next_queued = next_queued;
 	if (re->qtail)
 		re->qtail->next = j;
 	else
@@ -397,6 +426,12 @@ static bool enqueue(struct read_engine *re, struct reader *rd, uint64_t pos, uns
 	return true;
 }
 
+/* The end of the window read-ahead may reach for rd (lock held). */
+static uint64_t ra_limit(const struct read_engine *re, const struct reader *rd)
+{
+	return rd->last_end + (uint64_t)re->cfg.readahead * (rd->chunk_bytes ? rd->chunk_bytes : 1);
+}
+
 static void run_job(struct read_engine *re, struct pf_job *j)
 {
 	struct reader *rd = j->rd;
@@ -404,17 +439,22 @@ static void run_job(struct read_engine *re, struct pf_job *j)
 	struct bundle_entry ent;
 	struct rc_blob *b;
 	struct loc l;
-	bool closed, hit, more = false;
-	uint64_t end;
+	bool closed, hit, next_queued = j->next_queued;
+	uint64_t end, limit;
 	uint8_t probe;
 
 	pthread_mutex_lock(&rd->lock);
 	closed = rd->closed;
+	limit = ra_limit(re, rd);
 	pthread_mutex_unlock(&rd->lock);
 	if (closed || j->pos >= stream_acked_byte(s) ||
 	    (re->cfg.tc && tailcache_read(re->cfg.tc, s->id, j->pos, &probe, 1, 1)))
 		goto done; /* end of stream, or hot from here on */
-	if (locate(re, s, j->pos, &l) || get_chunk(re, &l, s->id, j->pos, &ent, &b, &hit))
+	if (locate(re, s, j->pos, &l))
+		goto done;
+	if (!next_queued && l.tier == READ_COLD && l.next_byte > j->pos && l.next_byte < limit)
+		next_queued = enqueue(re, rd, l.next_byte, false, false); /* in parallel */
+	if (get_chunk(re, &l, s->id, j->pos, &ent, &b, &hit))
 		goto done;
 	rc_blob_unref(b);
 	if (!hit)
@@ -423,15 +463,18 @@ static void run_job(struct read_engine *re, struct pf_job *j)
 	pthread_mutex_lock(&rd->lock);
 	if (end > rd->ra_end)
 		rd->ra_end = end;
+	limit = ra_limit(re, rd);
 	pthread_mutex_unlock(&rd->lock);
-	if (j->depth > 1)
-		more = enqueue(re, rd, end, j->depth - 1);
-done:
-	if (!more) {
-		pthread_mutex_lock(&rd->lock);
-		rd->ra_active = false;
-		pthread_mutex_unlock(&rd->lock);
+	if (end < limit) {
+		if (l.tier == READ_COLD && l.next_byte && end < l.next_byte)
+			enqueue(re, rd, end, true, next_queued); /* this slot's next chunk */
+		else if (!next_queued || l.tier != READ_COLD || end != l.next_byte)
+			enqueue(re, rd, end, false, false); /* the next one, not yet queued */
 	}
+done:
+	pthread_mutex_lock(&rd->lock);
+	rd->ra_jobs--;
+	pthread_mutex_unlock(&rd->lock);
 	reader_unref(rd);
 	free(j);
 }
@@ -466,7 +509,7 @@ static void *pf_main(void *arg)
 static void maybe_readahead(struct read_engine *re, struct reader *rd, uint64_t off,
 			    uint64_t page_end, uint64_t chunk_end, uint64_t chunk_bytes)
 {
-	uint64_t window, start;
+	uint64_t window, start = 0;
 	bool go = false;
 
 	if (!rd || !re->cfg.readahead)
@@ -475,18 +518,15 @@ static void maybe_readahead(struct read_engine *re, struct reader *rd, uint64_t 
 	if (off == rd->last_end || (off > rd->last_end && off - rd->last_end <= chunk_bytes)) {
 		rd->chunk_bytes = chunk_bytes;
 		window = (uint64_t)re->cfg.readahead * (chunk_bytes ? chunk_bytes : 1);
-		if (!rd->ra_active && rd->ra_end < off + window / 2) {
+		if (rd->ra_jobs == 0 && rd->ra_end < off + window / 2) {
 			start = rd->ra_end > chunk_end ? rd->ra_end : chunk_end;
-			rd->ra_active = go = true;
+			go = true;
 		}
 	}
 	rd->last_end = page_end;
 	pthread_mutex_unlock(&rd->lock);
-	if (go && !enqueue(re, rd, start, re->cfg.readahead)) {
-		pthread_mutex_lock(&rd->lock);
-		rd->ra_active = false;
-		pthread_mutex_unlock(&rd->lock);
-	}
+	if (go)
+		enqueue(re, rd, start, false, false);
 }
 
 /* ------------------------------------------------------------ read_page */

@@ -16,6 +16,7 @@
 #include "engine/chain.h"
 #include "engine/fsck.h"
 #include "engine/layout.h"
+#include "engine/store/set.h"
 #include "engine/store/store.h"
 #include "meta/chains.h"
 #include "meta/cursors.h"
@@ -40,6 +41,8 @@ struct ctl {
 	char data_dir[PATH_MAX];
 	char store_url[PATH_MAX + 8];
 	char meta_url[PATH_MAX + 8];
+	char express[4 * PATH_MAX];
+	char location[72];
 	bool full, force;
 	struct store *store;
 	struct kv *kv;
@@ -52,7 +55,8 @@ static int usage(FILE *to)
 		"       novactl fsck [-o OPTS] [--full] [--force]\n"
 		"       novactl layout [-o OPTS] BUCKET/STREAM\n"
 		"       novactl version\n"
-		"OPTS (comma-separated): data_dir=DIR, store=URL, meta=URL\n"
+		"OPTS (comma-separated): data_dir=DIR, store=URL, express=URL;URL;...,\n"
+		"      location=ZONE, meta=URL (as for novafs)\n"
 		"See novactl(8).\n");
 	return 2;
 }
@@ -70,6 +74,10 @@ static int parse_opts(struct ctl *c, const char *spec)
 			snprintf(c->store_url, sizeof(c->store_url), "%s", t + 6);
 		else if (!strncmp(t, "meta=", 5))
 			snprintf(c->meta_url, sizeof(c->meta_url), "%s", t + 5);
+		else if (!strncmp(t, "express=", 8))
+			snprintf(c->express, sizeof(c->express), "%s", t + 8);
+		else if (!strncmp(t, "location=", 9))
+			snprintf(c->location, sizeof(c->location), "%s", t + 9);
 		else {
 			fprintf(stderr, "novactl: unknown option '%s'\n", t);
 			free(copy);
@@ -93,6 +101,21 @@ static int open_backends(struct ctl *c)
 	if (rc) {
 		fprintf(stderr, "novactl: object store %s: %s\n", url, strerror(-rc));
 		return rc;
+	}
+	if (c->express[0]) {
+		/* The express bucket set behind a router, as novafs has it. */
+		struct store *express;
+
+		rc = store_set_open(c->express, c->location[0] ? c->location : NULL, &express);
+		if (!rc)
+			rc = store_route_new(c->store, express, &c->store);
+		else
+			store_close(c->store);
+		if (rc) {
+			c->store = NULL;
+			fprintf(stderr, "novactl: express bucket set: %s\n", strerror(-rc));
+			return rc;
+		}
 	}
 	if (c->meta_url[0])
 		snprintf(url, sizeof(url), "%s", c->meta_url);

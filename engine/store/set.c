@@ -6,12 +6,24 @@
  * every level.  Lists merge the members' sorted listings by pulling each
  * member's keys in pages (store_list with start_after) and emitting the
  * smallest, so memory stays one page per member.
+ *
+ * Member health: a member that fails a put, get or head with anything
+ * but an answer about the key (exists, missing, out of range, invalid)
+ * is down for a backoff (2 s, doubling to 60 s, reset by its next
+ * success).  Puts, gets and heads try members that are up first (the
+ * location's first among them), then the down ones, so a dead zone
+ * costs one failed request per backoff, not one per slot; the first
+ * request after the backoff probes it again.  The health fields are
+ * atomics, read and written by any thread without a lock: a lost
+ * update only shifts a backoff.
  */
 #include "config.h"
 #include "engine/store/set.h"
+#include "src/base/clock.h"
 #include "src/base/log.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,21 +32,77 @@
 #define SET_MAX 8
 #define MERGE_PAGE 256
 
+#define BACKOFF_MIN_NS (2 * NV_NS_PER_S)
+#define BACKOFF_MAX_NS (60 * NV_NS_PER_S)
+
 struct member {
 	struct store *st;
 	char zone[65];
+	_Atomic uint64_t down_until; /* monotonic ns; 0: up */
+	_Atomic uint64_t backoff;    /* ns of the last backoff; 0: up */
 };
 
 struct set_be {
 	struct member m[SET_MAX];
 	int n;
 	int pref; /* the location's member */
+	uint64_t backoff_min, backoff_max;
 };
 
 /* The order to try members in: the preferred one, then the others. */
 static int nth(const struct set_be *s, int i)
 {
 	return i == 0 ? s->pref : (i <= s->pref ? i - 1 : i);
+}
+
+/* The order for one request: members that are up (in nth() order), then
+ * those still in their backoff.  Returns s->n. */
+static int order(struct set_be *s, int out[SET_MAX])
+{
+	uint64_t now = nv_now_mono_ns();
+	int k = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < s->n; i++) {
+			int m = nth(s, i);
+			bool up = atomic_load(&s->m[m].down_until) <= now;
+
+			if (up == (pass == 0))
+				out[k++] = m;
+		}
+	return k;
+}
+
+/* Did rc say something about the key (the member works) or fail? */
+static bool answered(int rc)
+{
+	return rc == 0 || rc == -EEXIST || rc == -ENOENT || rc == -ERANGE || rc == -EINVAL ||
+	       rc == -ENOTSUP || rc == -ENOMEM;
+}
+
+/* Bookkeeping after a request to member k returned rc. */
+static void health(struct set_be *s, int k, int rc, const char *key)
+{
+	struct member *m = &s->m[k];
+
+	if (answered(rc)) {
+		if (atomic_load(&m->backoff) && atomic_exchange(&m->backoff, 0)) {
+			atomic_store(&m->down_until, 0);
+			nv_log(NV_INFO, NV_SUB_STORE, "zone %s (%s) answers again", m->zone,
+			       store_name(m->st));
+		}
+		return;
+	}
+	{
+		uint64_t b = atomic_load(&m->backoff);
+
+		b = b ? (b * 2 > s->backoff_max ? s->backoff_max : b * 2) : s->backoff_min;
+		atomic_store(&m->backoff, b);
+		atomic_store(&m->down_until, nv_now_mono_ns() + b);
+		nv_log(NV_WARN, NV_SUB_STORE, "zone %s (%s) failed on %s (%s): trying the other "
+		       "zones first for %llu ms", m->zone, store_name(m->st), key, strerror(-rc),
+		       (unsigned long long)(b / NV_NS_PER_MS));
+	}
 }
 
 static void set_close(void *be)
@@ -78,15 +146,15 @@ static int set_put(void *be, const char *key, const struct iovec *iov, int iovcn
 		}
 		return any ? 0 : rc;
 	}
-	for (int i = 0; i < s->n; i++) {
-		int k = nth(s, i);
+	{
+		int ord[SET_MAX], n = order(s, ord);
 
-		rc = store_put(s->m[k].st, key, iov, iovcnt, flags);
-		if (rc == 0 || rc == -EEXIST || rc == -EINVAL)
-			return rc;
-		if (i + 1 < s->n)
-			nv_log(NV_WARN, NV_SUB_STORE, "%s: put into zone %s failed (%s); trying the "
-			       "next bucket", key, s->m[k].zone, strerror(-rc));
+		for (int i = 0; i < n; i++) {
+			rc = store_put(s->m[ord[i]].st, key, iov, iovcnt, flags);
+			health(s, ord[i], rc, key);
+			if (answered(rc))
+				return rc;
+		}
 	}
 	return rc;
 }
@@ -97,10 +165,11 @@ static int set_get_range(void *be, const char *key, uint64_t off, size_t len, vo
 			 size_t *got)
 {
 	struct set_be *s = be;
-	int rc = -ENOENT, err = 0;
+	int rc = -ENOENT, err = 0, ord[SET_MAX], n = order(s, ord);
 
-	for (int i = 0; i < s->n; i++) {
-		rc = store_get_range(s->m[nth(s, i)].st, key, off, len, dst, got);
+	for (int i = 0; i < n; i++) {
+		rc = store_get_range(s->m[ord[i]].st, key, off, len, dst, got);
+		health(s, ord[i], rc, key);
 		if (rc == 0 || rc == -ERANGE)
 			return rc;
 		if (rc != -ENOENT)
@@ -112,10 +181,11 @@ static int set_get_range(void *be, const char *key, uint64_t off, size_t len, vo
 static int set_head(void *be, const char *key, uint64_t *size)
 {
 	struct set_be *s = be;
-	int rc, err = 0;
+	int rc, err = 0, ord[SET_MAX], n = order(s, ord);
 
-	for (int i = 0; i < s->n; i++) {
-		rc = store_head(s->m[nth(s, i)].st, key, size);
+	for (int i = 0; i < n; i++) {
+		rc = store_head(s->m[ord[i]].st, key, size);
+		health(s, ord[i], rc, key);
 		if (rc == 0)
 			return 0;
 		if (rc != -ENOENT)
@@ -323,49 +393,76 @@ static int split_zone(char *url, char *zone, size_t cap)
 	return 0;
 }
 
-int store_set_open(const char *urls, const char *location, struct store **out)
+int store_set_new(struct store **members, char **zones, int n, const char *location,
+		  uint64_t backoff_min_ns, struct store **out)
 {
-	struct set_be *s = calloc(1, sizeof(*s));
-	char *copy = strdup(urls), *save = NULL, name[512] = "set(";
-	int rc = 0;
+	struct set_be *s = n > 0 && n <= SET_MAX ? calloc(1, sizeof(*s)) : NULL;
+	char name[512] = "set(";
 
-	if (!s || !copy) {
-		free(s);
-		free(copy);
+	if (!s) {
+		for (int i = 0; i < n; i++)
+			store_close(members[i]);
+		if (n <= 0 || n > SET_MAX) {
+			nv_log(NV_ERR, NV_SUB_STORE, "a bucket set holds 1 to %d buckets, not %d",
+			       SET_MAX, n);
+			return -EINVAL;
+		}
 		return -ENOMEM;
 	}
-	for (char *u = strtok_r(copy, ";", &save); u && !rc; u = strtok_r(NULL, ";", &save)) {
-		if (s->n == SET_MAX) {
-			nv_log(NV_ERR, NV_SUB_STORE, "a bucket set holds at most %d buckets", SET_MAX);
-			rc = -EINVAL;
-			break;
-		}
-		rc = split_zone(u, s->m[s->n].zone, sizeof(s->m[s->n].zone));
-		if (!rc)
-			rc = store_open(u, &s->m[s->n].st);
-		if (rc)
-			break;
-		if (!s->m[s->n].zone[0])
-			snprintf(s->m[s->n].zone, sizeof(s->m[s->n].zone), "z%d", s->n);
-		if (location && !strcmp(location, s->m[s->n].zone))
-			s->pref = s->n;
+	s->backoff_min = backoff_min_ns ? backoff_min_ns : BACKOFF_MIN_NS;
+	s->backoff_max = s->backoff_min > BACKOFF_MAX_NS ? s->backoff_min : BACKOFF_MAX_NS;
+	for (int i = 0; i < n; i++) {
+		s->m[i].st = members[i];
+		if (zones && zones[i] && zones[i][0])
+			snprintf(s->m[i].zone, sizeof(s->m[i].zone), "%s", zones[i]);
+		else
+			snprintf(s->m[i].zone, sizeof(s->m[i].zone), "z%d", i);
+		if (location && !strcmp(location, s->m[i].zone))
+			s->pref = i;
 		snprintf(name + strlen(name), sizeof(name) - strlen(name), "%s%s=%s",
-			 s->n ? ";" : "", s->m[s->n].zone, store_name(s->m[s->n].st));
-		s->n++;
+			 i ? ";" : "", s->m[i].zone, store_name(s->m[i].st));
 	}
-	free(copy);
-	if (!rc && s->n == 0) {
-		nv_log(NV_ERR, NV_SUB_STORE, "an empty bucket set");
-		rc = -EINVAL;
-	}
-	if (rc) {
-		set_close(s);
-		return rc;
-	}
+	s->n = n;
 	snprintf(name + strlen(name), sizeof(name) - strlen(name), ")");
 	nv_log(NV_INFO, NV_SUB_STORE, "bucket set %s, preferring zone %s", name,
 	       s->m[s->pref].zone);
 	return store_wrap(&set_ops, s, name, out);
+}
+
+int store_set_open(const char *urls, const char *location, struct store **out)
+{
+	struct store *st[SET_MAX];
+	char zone[SET_MAX][65], *zones[SET_MAX];
+	char *copy = strdup(urls), *save = NULL;
+	int n = 0, rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *u = strtok_r(copy, ";", &save); u && !rc; u = strtok_r(NULL, ";", &save)) {
+		if (n == SET_MAX) {
+			nv_log(NV_ERR, NV_SUB_STORE, "a bucket set holds at most %d buckets", SET_MAX);
+			rc = -EINVAL;
+			break;
+		}
+		rc = split_zone(u, zone[n], sizeof(zone[n]));
+		if (!rc)
+			rc = store_open(u, &st[n]);
+		if (rc)
+			break;
+		zones[n] = zone[n];
+		n++;
+	}
+	free(copy);
+	if (!rc && n == 0) {
+		nv_log(NV_ERR, NV_SUB_STORE, "an empty bucket set");
+		rc = -EINVAL;
+	}
+	if (rc) {
+		for (int i = 0; i < n; i++)
+			store_close(st[i]);
+		return rc;
+	}
+	return store_set_new(st, zones, n, location, 0, out);
 }
 
 /* ------------------------------------------------------------ the router */

@@ -18,9 +18,14 @@
  *     (-EEXIST: the copies it made are removed again, so a fence never
  *     stands beside a slot in another bucket).
  *  2. A key is absent (-ENOENT) only when every member says so.
+ *  3. A member that failed (not an answer about the key) is tried after
+ *     the others until its backoff ends: a dead zone costs one failed
+ *     request per backoff, not one per slot (set.c, member health).
  */
 #ifndef NOVAFS_STORE_SET_H
 #define NOVAFS_STORE_SET_H
+
+#include <stdint.h>
 
 #include "engine/store/store.h"
 
@@ -31,6 +36,16 @@
  * 0 and *out, -EINVAL (logged), or a member's open error.
  */
 int store_set_open(const char *urls, const char *location, struct store **out)
+	__attribute__((warn_unused_result));
+
+/*
+ * A set over n opened stores (ownership passes, also on failure), zones[i]
+ * naming each (NULL or "": "z<i>"); location as above.  backoff_min_ns is
+ * how long a failing member is tried last at first (0: 2 s; it doubles
+ * per failure up to 60 s).  0 and *out, -EINVAL (n not in 1..8), -ENOMEM.
+ */
+int store_set_new(struct store **members, char **zones, int n, const char *location,
+		  uint64_t backoff_min_ns, struct store **out)
 	__attribute__((warn_unused_result));
 
 /* A router over std and express (both taken over; express may be NULL:

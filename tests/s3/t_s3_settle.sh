@@ -1,0 +1,149 @@
+#!/bin/bash
+# t_s3_settle: settlement and reclamation on a real S3 store, the checks of
+# t_settle that look into the store done through S3 itself (t_settle reads
+# DATA_DIR/objects, which an S3 store does not have).  Needs
+# NOVAFS_TEST_STORE (an s3:// URL with endpoint, access_key, secret_key;
+# tests/s3/t_s3_suite.sh sets it); skipped without it.
+#
+# Three streams at once: hot (12 MiB as 64 KiB records, half random, half
+# text), cold (200 small records) and fast (express, 300 records of
+# 1-7 KiB).  Checked:
+#  - each settles (user.nova.settled == user.nova.seq, no span ref left);
+#  - every settled object a layout names is in the bucket; downloaded, each
+#    is a well-formed bundle of exactly its stream's records, contiguous,
+#    cut at the output cap (lib.sh's nv_check_objects on the copies);
+#    hot has more than one (12 MiB at a 4 MiB cap);
+#  - after the read grace the bucket holds exactly the settled objects the
+#    layouts name (replaced tail revisions deleted) and no chain slot;
+#  - stats slots_deleted == slots_written; range_copies or copy_fallbacks
+#    show which way the server extended objects;
+#  - the bytes read back are identical (page cache dropped), also after a
+#    clean remount; `novactl fsck --full` passes.
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$TESTLIB"
+. "$(dirname "$0")/s3lib.sh"
+nv_init
+[ -n "${NOVAFS_TEST_STORE:-}" ] || nv_skip "NOVAFS_TEST_STORE is not set (run by tests/s3/t_s3_suite.sh)"
+command -v jq >/dev/null || nv_skip "jq is not installed"
+
+# The bucket and credentials of the store URL.
+q=${NOVAFS_TEST_STORE#*\?}
+BKT=${NOVAFS_TEST_STORE#s3://}
+BKT=${BKT%%\?*}
+qv() { tr '&' '\n' <<< "$q" | sed -n "s/^$1=//p" | head -n 1; }
+EP=$(qv endpoint) AK=$(qv access_key) SK=$(qv secret_key)
+[ -n "$EP" ] && [ -n "$AK" ] && [ -n "$SK" ] || nv_skip "NOVAFS_TEST_STORE has no endpoint/access_key/secret_key"
+PFX=$(nv_store_prefix)
+
+# s3_keys SUBPREFIX: the keys under PFX/SUBPREFIX (relative to PFX), sorted.
+# One page of 1000 is enough here; a longer listing prints a marker line.
+s3_keys() {
+	local enc
+	enc=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$PFX/$1")
+	s3_curl "$EP" "$AK" "$SK" GET "/$BKT?list-type=2&max-keys=1000&prefix=$enc" |
+		python3 -c '
+import re, sys
+x = sys.stdin.read()
+p = sys.argv[1] + "/"
+for k in sorted(re.findall(r"<Key>([^<]*)</Key>", x)):
+    print(k[len(p):] if k.startswith(p) else k)
+if "<IsTruncated>true" in x:
+    print("(more)")' "$PFX"
+}
+
+GRACE=3
+CAP_MIB=4
+CAP=$((CAP_MIB * 1048576))
+nv_start "settle_trigger_mib=1,settle_linger_s=1,age_cap_standard_s=3,age_cap_express_s=3,output_cap_mib=$CAP_MIB,read_grace_s=$GRACE,audit_interval_ms=200"
+say "store: s3://$BKT/$PFX at $EP"
+
+B=$MNT/s
+mkdir "$B"
+: > "$B/fast"
+setfattr -n user.nova.class -v express "$B/fast"
+python3 - "$NV_TMP" <<'PY'
+import os, random, sys
+d = sys.argv[1]
+r = random.Random(4321)
+with open(os.path.join(d, "hot.ref"), "wb") as f:
+    for i in range(192):   # 12 MiB in 64 KiB records
+        f.write(r.randbytes(32768) + (("hot record %06d " % i) * 3000).encode()[:32768])
+with open(os.path.join(d, "cold.ref"), "w") as f:
+    for i in range(200):
+        f.write("cold %04d %s\n" % (i, "c" * (i * 37 % 300)))
+with open(os.path.join(d, "fast.ref"), "w") as f:
+    for i in range(300):
+        f.write("fast %04d %s\n" % (i, "f" * (1024 + i * 211 % 6144)))
+PY
+cat > "$NV_TMP/append_lines.py" <<'PY'
+import os, sys
+fd = os.open(sys.argv[2], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+for line in open(sys.argv[1], "rb"):
+    if os.write(fd, line) != len(line):
+        sys.exit("short write")
+PY
+T0=$EPOCHREALTIME
+dd if="$NV_TMP/hot.ref" of="$B/hot" bs=64k oflag=append conv=notrunc status=none &
+p1=$!
+python3 "$NV_TMP/append_lines.py" "$NV_TMP/cold.ref" "$B/cold" &
+p2=$!
+python3 "$NV_TMP/append_lines.py" "$NV_TMP/fast.ref" "$B/fast" &
+p3=$!
+nv_bg "$p1"; nv_bg "$p2"; nv_bg "$p3"
+for p in $p1 $p2 $p3; do nv_wait_bg "$p" || fail "a writer failed"; done
+say "written in $(nv_elapsed "$T0") s"
+nv_expect_eq "$(nv_xattr "$B/hot" user.nova.seq)" 192 "hot seq"
+nv_expect_eq "$(nv_xattr "$B/cold" user.nova.seq)" 200 "cold seq"
+nv_expect_eq "$(nv_xattr "$B/fast" user.nova.seq)" 300 "fast seq"
+T0=$EPOCHREALTIME
+nv_wait_settled 90 "$B/hot" "$B/cold" "$B/fast"
+say "all three settled $(nv_elapsed "$T0") s after the writes"
+
+# check_stream NAME: layout, then the objects fetched from S3 and checked.
+check_stream() {
+	local f=$B/$1 doc k
+	doc=$(nv_layout "$f")
+	nv_expect_eq "$(jq -r .span_refs <<< "$doc")" 0 "$1: span refs left"
+	rm -rf "$NV_TMP/mirror"
+	while read -r k; do
+		mkdir -p "$NV_TMP/mirror/objects/$(dirname "$k")"
+		s3_curl "$EP" "$AK" "$SK" GET "/$BKT/$PFX/$k" -o "$NV_TMP/mirror/objects/$k" ||
+			fail "$1: settled object $k named by the layout is not in the bucket"
+	done < <(jq -r '.settled_objects[].key' <<< "$doc")
+	# nv_check_objects reads $DATA/objects: point it at the copies.
+	say "$(DATA=$NV_TMP/mirror nv_check_objects "$f" "$CAP")"
+}
+for s in hot cold fast; do check_stream "$s"; done
+nhot=$(nv_layout "$B/hot" | jq '.settled_objects | length')
+((nhot >= 2)) || fail "hot: 12 MiB at a ${CAP_MIB} MiB cap settled into only $nhot object(s)"
+
+compare_all() {
+	local s
+	nv_drop_caches
+	for s in hot cold fast; do
+		nv_same_file "$B/$s" "$NV_TMP/$s.ref" "$1: $s reads back identical"
+	done
+}
+compare_all "settled"
+
+listed_keys() {
+	local s
+	for s in hot cold fast; do nv_layout "$B/$s" | jq -r '.settled_objects[].key'; done | sort
+}
+exact_objects() { [ "$(s3_keys streams/)" = "$(listed_keys)" ]; }
+nv_await $((GRACE + 15)) "the bucket to hold exactly the settled objects the layouts name (extra: $(comm -13 <(listed_keys) <(s3_keys streams/) | tr '\n' ' '))" exact_objects
+say "ok: the bucket holds exactly the $(listed_keys | wc -l) settled objects the layouts name"
+no_slots() { [ -z "$(s3_keys chains/)" ]; }
+nv_await $((GRACE + 15)) "every chain slot to be deleted from the bucket ($(s3_keys chains/ | wc -l) left)" no_slots
+say "ok: no chain slot left in the bucket"
+nv_expect_eq "$(nv_stat slots_deleted)" "$(nv_stat slots_written)" "stats slots_deleted == slots_written"
+say "stats: settle_jobs=$(nv_stat settle_jobs) settled_objects=$(nv_stat settled_objects) range_copies=$(nv_stat range_copies) copy_fallbacks=$(nv_stat copy_fallbacks)"
+
+nv_remount
+for s in hot cold fast; do
+	nv_expect_eq "$(nv_size "$B/$s")" "$(stat -c %s "$NV_TMP/$s.ref")" "after remount: st_size of $s"
+done
+compare_all "after remount"
+nv_stop
+nv_fsck --full
