@@ -21,10 +21,13 @@
  *     and a call returns success only after fsync of that directory; every
  *     directory a put creates (or loses a mkdir race for) is made durable
  *     by fsync of its parent.  So a reader (and a crash) sees the whole
- *     object or none of it.  One window remains: a put that finds a
- *     directory already there cannot know whether its creator has synced
- *     it yet; ext4 and XFS commit metadata in order, so our later fsync
- *     covers it there.
+ *     object or none of it.  A put that finds a directory already there
+ *     cannot know whether its creator (another thread, or a process that
+ *     crashed) synced it, so it fsyncs the parent of every directory on
+ *     its path that this store has not yet seen durable (the synced set:
+ *     a hash set of paths, so once per directory per process), and never
+ *     relies on the file system committing metadata in order (ext4
+ *     without a journal does not).
  *  2. A temporary file lives in the directory its object will live in, so
  *     the final link/rename never crosses directories, and its presence
  *     keeps that directory non-empty: delete's rmdir cannot pull the
@@ -51,7 +54,8 @@
  * Stray temp files left by a crash are never listed or read; they stay
  * until someone removes them (they also keep their directory alive).
  *
- * Locking: none.  struct dir_store is immutable after dir_store_open();
+ * Locking: struct dir_store is immutable after dir_store_open() but for
+ * its synced set (synced_lock, never held across I/O);
  * struct dir_upload is immutable after dir_mpu_create() and its parts
  * land under unique temp names and are renamed into place, so concurrent
  * parts need no lock.  Complete/abort must not race with part uploads
@@ -60,12 +64,14 @@
 #include "config.h"
 #include "engine/store/dir.h"
 #include "src/base/clock.h"
+#include "src/base/failpoint.h"
 #include "src/base/log.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -102,10 +108,18 @@
 
 static atomic_ulong dir_tmp_seq;
 
-/* One opened directory store.  Immutable after dir_store_open(). */
+/* Directories known durable (fsync'd parent entry), by path hash. */
+#define DIR_SYNCED_SLOTS 4096
+
+/* One opened directory store.  Immutable after dir_store_open() but for
+ * the synced set, which synced_lock guards (held only around lookups and
+ * inserts, never across I/O). */
 struct dir_store {
 	char *root;  /* owned; absolute, no trailing '/' (except "/") */
 	int root_fd; /* owned; O_RDONLY|O_DIRECTORY */
+	pthread_mutex_t synced_lock;
+	uint64_t synced[DIR_SYNCED_SLOTS]; /* open addressing; 0 empty */
+	unsigned nsynced;
 };
 
 /* One multipart upload.  Immutable after dir_mpu_create(). */
@@ -311,6 +325,52 @@ static int copy_range(int in, uint64_t in_off, int out, uint64_t out_off,
 	return rc;
 }
 
+/* ------------------------------------------------ the synced set */
+
+static uint64_t path_hash(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
+	return h ? h : 1;
+}
+
+static bool synced_has(struct dir_store *d, uint64_t h)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&d->synced_lock);
+	for (unsigned i = 0, at = (unsigned)(h % DIR_SYNCED_SLOTS); i < DIR_SYNCED_SLOTS;
+	     i++, at = (at + 1) % DIR_SYNCED_SLOTS) {
+		if (d->synced[at] == h)
+			found = true;
+		if (found || !d->synced[at])
+			break;
+	}
+	pthread_mutex_unlock(&d->synced_lock);
+	return found;
+}
+
+/* Remember h; a full set (3/4) starts over, which only costs fsyncs. */
+static void synced_add(struct dir_store *d, uint64_t h)
+{
+	unsigned at = (unsigned)(h % DIR_SYNCED_SLOTS);
+
+	pthread_mutex_lock(&d->synced_lock);
+	if (d->nsynced >= DIR_SYNCED_SLOTS / 4 * 3) {
+		memset(d->synced, 0, sizeof(d->synced));
+		d->nsynced = 0;
+	}
+	while (d->synced[at] && d->synced[at] != h)
+		at = (at + 1) % DIR_SYNCED_SLOTS;
+	if (!d->synced[at]) {
+		d->synced[at] = h;
+		d->nsynced++;
+	}
+	pthread_mutex_unlock(&d->synced_lock);
+}
+
 /* ------------------------------------------------ directories, put */
 
 /*
@@ -322,7 +382,7 @@ static int copy_range(int in, uint64_t in_off, int out, uint64_t out_off,
  * -EINVAL when the path runs into an object or a too-long component; or
  * another store error.  Everything but -ENOENT is logged.
  */
-static int dir_open_parent(const struct dir_store *d, const char *key)
+static int dir_open_parent(struct dir_store *d, const char *key)
 {
 	char path[STORE_KEY_MAX + 1];
 	char *comp = path, *slash;
@@ -330,9 +390,22 @@ static int dir_open_parent(const struct dir_store *d, const char *key)
 
 	snprintf(path, sizeof(path), "%s", key); /* key is checked: fits */
 	while ((slash = strchr(comp, '/'))) {
+		uint64_t h = path_hash(path, (size_t)(slash - path));
+
 		*slash = '\0';
 		next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 						 O_CLOEXEC);
+		if (next >= 0 && !synced_has(d, h)) {
+			/* Found, but perhaps not yet durable (invariant 1). */
+			rc = NV_FP("dir.sync_parent");
+			if (rc || fsync(cur) < 0) {
+				if (!rc)
+					rc = dir_fail(d, "fsync(parent dir) for", key, errno);
+				close(next);
+				goto out;
+			}
+			synced_add(d, h);
+		}
 		if (next < 0 && errno == ENOENT) {
 			/* Made by us, or by a racing put that may not have
 			 * fsync'd it yet: either way sync the entry before we
@@ -348,6 +421,7 @@ static int dir_open_parent(const struct dir_store *d, const char *key)
 				rc = dir_fail(d, "fsync(parent dir) for", key, errno);
 				goto out;
 			}
+			synced_add(d, h);
 			next = openat(cur, comp, O_RDONLY | O_DIRECTORY |
 							 O_NOFOLLOW | O_CLOEXEC);
 		}
@@ -392,7 +466,7 @@ typedef int (*dir_fill_fn)(void *ctx, int fd);
  * changed -- except when the final fsync fails: the object is then in
  * place but perhaps not durable, and the call reports the error.
  */
-static int dir_publish(const struct dir_store *d, const char *key,
+static int dir_publish(struct dir_store *d, const char *key,
 		       unsigned flags, dir_fill_fn fill, void *ctx)
 {
 	const char *base = key_base(key);
@@ -1127,7 +1201,7 @@ static int concat_fill(void *arg, int fd)
 
 static int dir_mpu_complete(void *be, void *upload, unsigned flags)
 {
-	const struct dir_store *d = be;
+	struct dir_store *d = be;
 	struct dir_upload *u = upload;
 	struct dir_concat_ctx c = { d, u, NULL, 0 };
 	int *parts = NULL;
@@ -1222,6 +1296,7 @@ static void dir_close(void *be)
 		return;
 	if (d->root_fd >= 0)
 		close(d->root_fd);
+	pthread_mutex_destroy(&d->synced_lock);
 	free(d->root);
 	free(d);
 }
@@ -1291,6 +1366,7 @@ int dir_store_open(const char *root, struct store **out)
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
+	pthread_mutex_init(&d->synced_lock, NULL);
 	d->root_fd = -1;
 	d->root = strdup(root);
 	if (!d->root) {

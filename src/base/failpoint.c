@@ -38,6 +38,7 @@ const char *const nv_fp_names[] = {
 	"trim.after_delete",     /* slots are deleted, the cursor not advanced */
 	"store.put",             /* any object PUT, before the backend */
 	"store.get",             /* any ranged GET, before the backend */
+	"dir.sync_parent",       /* dir store: syncing a found directory's entry */
 	"meta.commit",           /* any metastore transaction commit */
 	NULL,
 };

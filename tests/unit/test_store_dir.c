@@ -962,6 +962,33 @@ static void test_store_dir_stats(void **state)
 	assert_int_equal(b.errors - a.errors, 2);
 }
 
+/* Invariant 1: a put syncs the entry of every directory on its path that
+ * the store has not seen durable, also one it finds already made (by a
+ * thread or a process that may have crashed before syncing it), once. */
+static void test_store_dir_syncs_found_directories(void **state)
+{
+	struct fx *f = *state;
+	char path[128];
+	struct iovec iov = { (void *)"v", 1 };
+
+	/* Made behind the store's back, never synced by it. */
+	snprintf(path, sizeof(path), "%s/a", f->root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/a/b", f->root);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(nv_fp_arm("dir.sync_parent=error"), 0);
+	assert_int_equal(store_put(f->s, "a/b/x", &iov, 1, 0), -EIO);
+	nv_fp_reset();
+	assert_int_equal(store_put(f->s, "a/b/x", &iov, 1, 0), 0);
+	/* Both now known durable: no second sync. */
+	assert_int_equal(nv_fp_arm("dir.sync_parent=error"), 0);
+	assert_int_equal(store_put(f->s, "a/b/y", &iov, 1, 0), 0);
+	/* Directories the store made itself are synced when made. */
+	assert_int_equal(store_put(f->s, "c/d/z", &iov, 1, 0), 0);
+	assert_int_equal(store_put(f->s, "c/d/w", &iov, 1, 0), 0);
+	nv_fp_reset();
+}
+
 static void test_store_dir_failpoint(void **state)
 {
 	struct fx *f = *state;
@@ -1093,6 +1120,7 @@ int main(void)
 		T(test_store_dir_mpu_concurrent_parts),
 		T(test_store_dir_stats),
 		T(test_store_dir_failpoint),
+		T(test_store_dir_syncs_found_directories),
 		T(test_store_dir_open_sweeps_stale_uploads),
 		T(test_store_dir_put_latency),
 #undef T
