@@ -1,0 +1,412 @@
+#!/bin/bash
+# bench/peers/run.sh - novafs, s3fs-fuse and rclone mount side by side on
+# one throwaway Ceph RGW (tests/s3/rgw.sh through tests/s3/s3lib.sh, on
+# 127.0.0.1, radosgw with tcp_nodelay=1 and its usage log on).
+#
+#   bench/peers/run.sh [OUT]      (root; default OUT bench/results/peers-DATE.txt)
+#
+# Each peer gets its own bucket and runs the same four workloads:
+#   a  N_SMALL (10000) `echo >>` appends of 100 bytes to one file, one
+#      bash loop; time, requests and bytes uploaded
+#   b  `dd bs=1M` of BIG_MIB (256) MiB of random bytes appended to a new
+#      file; time until dd returned and until the object is whole in RGW
+#   c  cold read of b's file: unmount, remount, drop_caches, dd bs=1M
+#   d  append-to-visible latency: N_LAT (200) appends of 100 bytes, one
+#      every 50 ms (open O_APPEND, write, close, like `echo >>`), each
+#      stamped with its start time; a reader notes when it first sees each.
+#      novafs: a follower reading the .follow/ view of the same mount;
+#      s3fs and rclone: a second mount of the same bucket, polled every
+#      10 ms (stat, then read the new bytes) with its caches off.
+# Requests = radosgw's "req done" log lines (debug rgw 1) during the
+# workload; bytes uploaded = the usage log's bytes_received (all
+# categories: put_obj, multipart parts, copies) for the RGW user, flushed
+# every second.  The bucket is purged after each peer (the OSD keeps data
+# in RAM).  Raw results go to OUT, one "peer workload key=value..." line
+# each (workload d's samples in OUT's .lat-PEER.txt files beside it);
+# bench/peers/plot.py then draws bench/peers/peers.png.
+#
+# a2 (the pseudo-peer novafs-lifecycle): workload a on a fresh bucket
+#    with a 5 s age cap, timed until every record is settled and every
+#    chain slot deleted: requests and bytes of the whole lifecycle.
+# Options: N_SMALL, BIG_MIB, N_LAT, A_BUDGET_S (stop a after that many
+# seconds and note the count), PEERS="novafs s3fs rclone novafs-lifecycle".
+# Installs s3fs, rclone (and python3-matplotlib for the plot) with apt-get
+# when missing.  Leaves nothing running: every daemon is stopped by PID.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+. "$top/tests/s3/s3lib.sh"
+NOVAFS=${NOVAFS:-$top/src/novafs}
+N_SMALL=${N_SMALL:-10000}
+BIG_MIB=${BIG_MIB:-256}
+N_LAT=${N_LAT:-200}
+A_BUDGET_S=${A_BUDGET_S:-900}
+PEERS=${PEERS:-novafs s3fs rclone novafs-lifecycle}
+OUT=${1:-$top/bench/results/peers-$(date +%Y%m%d-%H%M).txt}
+mkdir -p "$(dirname "$OUT")"
+
+[ "$(id -u)" = 0 ] || { echo "run.sh: needs root (FUSE mounts, drop_caches, apt-get)" >&2; exit 1; }
+[ -x "$NOVAFS" ] || { echo "run.sh: build novafs first (make src/novafs)" >&2; exit 1; }
+need=()
+command -v s3fs >/dev/null || need+=(s3fs)
+command -v rclone >/dev/null || need+=(rclone)
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need+=(python3-matplotlib)
+if ((${#need[@]})); then
+	echo "run.sh: apt-get install ${need[*]}" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/dev/null ||
+		{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/dev/null; }
+fi
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/novafs-peers.XXXXXX")
+PIDS=()          # every daemon started (mounts), stopped by PID
+MOUNTS=()
+cleanup() {
+	local m p
+	set +e
+	for m in "${MOUNTS[@]}"; do
+		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m"; }
+	done
+	for p in "${PIDS[@]}"; do
+		kill -0 "$p" 2>/dev/null || continue
+		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$p" 2>/dev/null && kill -9 "$p"
+	done
+	s3_rgw_stop "$W/rgw"
+	rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { echo "[$(date +%T)] $*" >&2; }
+now() { echo "$EPOCHREALTIME"; }
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
+result() { echo "$* load1=$(cut -d" " -f1 /proc/loadavg)" | tee -a "$OUT"; }
+
+# ---------------------------------------------------------------- RGW
+mkdir -p "$W/rgw"
+s3_rgw_start "$W/rgw" || { echo "run.sh: RGW did not start" >&2; exit 1; }
+# The usage log (bytes received per user) needs radosgw restarted with it.
+cat >> "$W/rgw/ceph.conf" <<'CONF'
+rgw enable usage log = true
+rgw usage log tick interval = 1
+rgw usage log flush threshold = 1
+CONF
+kill "$(cat "$W/rgw/radosgw.pid")"
+while kill -0 "$(cat "$W/rgw/radosgw.pid")" 2>/dev/null; do sleep 0.1; done
+radosgw -c "$W/rgw/ceph.conf" -n client.rgw.test -f >>"$W/rgw/log/radosgw.out" 2>&1 </dev/null &
+echo $! > "$W/rgw/radosgw.pid"
+s3_wait_http 60 "$NOVAFS_RGW_ENDPOINT/" || { echo "run.sh: radosgw did not restart" >&2; exit 1; }
+EP=$NOVAFS_RGW_ENDPOINT AK=$NOVAFS_RGW_ACCESS_KEY SK=$NOVAFS_RGW_SECRET_KEY
+log "RGW at $EP"
+
+# usage_rx: bytes_received and ops of the user so far (usage log).
+usage_rx() {
+	sleep 2.5   # one flush tick and then some
+	radosgw-admin -c "$W/rgw/ceph.conf" usage show --uid=test --show-log-entries=false 2>/dev/null |
+		python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+rx = ops = 0
+for s in d.get("summary", []):
+    for c in s.get("categories", []):
+        rx += c.get("bytes_received", 0); ops += c.get("ops", 0)
+print(rx, ops)'
+}
+# log_mark: the RGW log's line count now.  reqs_since MARK: requests since
+# then; methods_since MARK: the same by method ("GET=n,HEAD=n,...").  Both
+# from radosgw's beast access lines (one per request), leaving out this
+# script's own curl requests (the HEADs that wait for an upload).
+log_mark() { wc -l < "$W/rgw/log/client.rgw.test.log"; }
+access_since() {
+	tail -n +"$(($1 + 1))" "$W/rgw/log/client.rgw.test.log" | grep 'beast: ' | grep -v '"curl/' || true
+}
+reqs_since() { access_since "$1" | wc -l; }
+methods_since() {
+	access_since "$1" |
+		sed -n 's/.*beast: [^"]*"\([A-Z]*\) .*/\1/p' | sort | uniq -c |
+		awk '{ printf "%s%s=%d", (NR > 1 ? "," : ""), $2, $1 }'
+}
+
+# obj_size BUCKET KEY: Content-Length of a HEAD, or -1.
+obj_size() {
+	s3_curl "$EP" "$AK" "$SK" HEAD "/$1/$2" -I 2>/dev/null |
+		awk 'tolower($1) == "content-length:" { gsub(/\r/, ""); print $2; f = 1 } END { if (!f) print -1 }'
+}
+
+# ---------------------------------------------------------------- peers
+# mount_PEER BUCKET MNT [reader]: mount and wait; the PID goes to PIDS.
+wait_mount() {
+	local m=$1 pid=$2 n=300
+	until mountpoint -q "$m"; do
+		kill -0 "$pid" 2>/dev/null || { echo "run.sh: mount of $m died" >&2; exit 1; }
+		((n-- > 0)) || { echo "run.sh: $m did not mount" >&2; exit 1; }
+		sleep 0.1
+	done
+	MOUNTS+=("$m")
+}
+
+mount_novafs() {
+	mkdir -p "$2" "$W/novafs.data"
+	"$NOVAFS" -f -o "data_dir=$W/novafs.data,store=$(s3_rgw_url "$1")" "$2" >> "$W/novafs.log" 2>&1 &
+	PIDS+=($!)
+	wait_mount "$2" "$!"
+}
+
+printf '%s:%s\n' "$AK" "$SK" > "$W/s3fs.passwd"
+chmod 600 "$W/s3fs.passwd"
+mount_s3fs() {
+	local extra=()
+	mkdir -p "$2"
+	# The reader: no stat or list cache, so it sees the object change.
+	[ "${3:-}" = reader ] && extra=(-o max_stat_cache_size=0 -o stat_cache_expire=0)
+	s3fs "$1" "$2" -f -o url="$EP" -o use_path_request_style -o passwd_file="$W/s3fs.passwd" \
+		-o dbglevel=warn "${extra[@]}" >> "$W/s3fs.log" 2>&1 &
+	PIDS+=($!)
+	wait_mount "$2" "$!"
+}
+
+mount_rclone() {
+	local extra=(--vfs-cache-mode writes) cache
+	mkdir -p "$2"
+	cache=$(mktemp -d "$W/rclone.cache.XXXXXX")
+	# The reader: reads straight from the bucket, directory cache 1 s.
+	[ "${3:-}" = reader ] && extra=(--vfs-cache-mode off --dir-cache-time 1s)
+	env -u AWS_CA_BUNDLE RCLONE_CONFIG_RGW_TYPE=s3 RCLONE_CONFIG_RGW_PROVIDER=Ceph \
+		RCLONE_CONFIG_RGW_ACCESS_KEY_ID="$AK" RCLONE_CONFIG_RGW_SECRET_ACCESS_KEY="$SK" \
+		RCLONE_CONFIG_RGW_ENDPOINT="$EP" \
+		rclone mount "rgw:$1" "$2" "${extra[@]}" --cache-dir "$cache" \
+		--log-level ERROR >> "$W/rclone.log" 2>&1 &
+	PIDS+=($!)
+	wait_mount "$2" "$!"
+}
+
+# umount_all: unmount every mount of this peer, wait for its daemons.
+umount_all() {
+	local m p
+	for m in "${MOUNTS[@]}"; do
+		local n=100
+		until fusermount3 -u "$m" 2>/dev/null; do ((n-- > 0)) || fusermount3 -uz "$m"; sleep 0.1; done
+	done
+	MOUNTS=()
+	for p in "${PIDS[@]}"; do
+		for _ in $(seq 600); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$p" 2>/dev/null && { log "daemon $p still running 60 s after unmount: kill -9"; kill -9 "$p"; }
+		wait "$p" 2>/dev/null || true
+	done
+	PIDS=()
+}
+
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# Helpers for d.
+cat > "$W/lat_writer.py" <<'PY'
+import os, sys, time
+path, n, gap = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+for i in range(n):
+    t = time.time()
+    rec = ("%06d %.6f " % (i, t)).encode()
+    rec += b"x" * (99 - len(rec)) + b"\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(fd, rec)
+    os.close(fd)
+    time.sleep(max(0.0, t + gap - time.time()))
+PY
+# lat_reader.py PATH N MODE OUT TIMEOUT: MODE follow = blocking reads of a
+# .follow/ file; poll = stat every 10 ms and read what is new.  Writes one
+# latency (seconds) per record to OUT, "lost" for records never seen.
+cat > "$W/lat_reader.py" <<'PY'
+import os, signal, sys, time
+path, n, mode, out, timeout = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5])
+seen, buf = {}, b""
+def stop(*_):
+    raise KeyboardInterrupt
+signal.signal(signal.SIGTERM, stop)
+def take(data):
+    global buf
+    t = time.time()
+    buf += data
+    *lines, buf = buf.split(b"\n")
+    for l in lines:
+        f = l.split()
+        if len(f) >= 2 and int(f[0]) not in seen:
+            seen[int(f[0])] = t - float(f[1])
+def follow():
+    while not os.path.exists(path):
+        time.sleep(0.01)
+    fd = os.open(path, os.O_RDONLY)
+    while len(seen) < n:
+        take(os.read(fd, 1 << 16))
+def poll():
+    pos, deadline = 0, None
+    while len(seen) < n:
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            size = 0
+        if size > pos:
+            with open(path, "rb") as f:
+                f.seek(pos)
+                d = f.read(size - pos)
+            pos += len(d)
+            take(d)
+        if os.path.exists(out + ".writer-done"):
+            deadline = deadline or time.time() + timeout
+            if time.time() > deadline:
+                break
+        time.sleep(0.01)
+try:
+    follow() if mode == "follow" else poll()
+except KeyboardInterrupt:
+    pass
+with open(out, "w") as f:
+    for i in range(n):
+        f.write("%s\n" % (("%.6f" % seen[i]) if i in seen else "lost"))
+PY
+
+# ---------------------------------------------------------------- one peer
+run_peer() {
+	local p=$1 b="peers-$1" m=$W/$1/mnt m2=$W/$1/mnt2 dir t0 r0 r1 u0 u1 secs mk
+	log "=== $p"
+	s3_rgw_bucket_create "$b"
+	mount_"$p" "$b" "$m"
+	if [ "$p" = novafs ]; then mkdir "$m/b"; dir=$m/b; else dir=$m; fi
+
+	# a: N_SMALL echo >> appends of 100 bytes.
+	local line
+	line=$(printf 'x%.0s' $(seq 99))
+	read -r u0 _ < <(usage_rx); mk=$(log_mark)
+	t0=$(now)
+	local n_done=$N_SMALL
+	for ((i = 0; i < N_SMALL; i++)); do
+		echo "$line" >> "$dir/small"
+		if ((i % 100 == 99)) && awk -v a="$t0" -v b="$EPOCHREALTIME" -v m="$A_BUDGET_S" 'BEGIN { exit !(b - a > m) }'; then
+			n_done=$((i + 1))
+			log "$p: a stopped after $n_done appends (budget ${A_BUDGET_S} s)"
+			break
+		fi
+	done
+	secs=$(since "$t0")
+	# durable: rclone uploads later; wait until the object is whole.
+	local want=$((n_done * 100)) td
+	if [ "$p" != novafs ]; then
+		until [ "$(obj_size "$b" small)" = "$want" ]; do sleep 0.2; done
+	fi
+	td=$(since "$t0")
+	read -r u1 _ < <(usage_rx)
+	[ "$(stat -c %s "$dir/small")" = "$want" ] || log "WARNING: $p small is $(stat -c %s "$dir/small") bytes, expected $want"
+	result "$p a_small_appends n=$n_done bytes=$want secs=$secs durable_secs=$td per_append_ms=$(awk -v s="$secs" -v n="$n_done" 'BEGIN { printf "%.3f", s * 1000 / n }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") uploaded_bytes=$((u1 - u0)) upload_amplification=$(awk -v u=$((u1 - u0)) -v w="$want" 'BEGIN { printf "%.1f", u / w }')"
+
+	# b: BIG_MIB MiB with dd bs=1M, appended to a new file.
+	read -r u0 _ < <(usage_rx); mk=$(log_mark)
+	t0=$(now)
+	dd if="$W/big.src" of="$dir/big" bs=1M oflag=append conv=notrunc status=none
+	secs=$(since "$t0")
+	want=$((BIG_MIB * 1048576))
+	if [ "$p" != novafs ]; then
+		until [ "$(obj_size "$b" big)" = "$want" ]; do sleep 0.2; done
+	fi
+	td=$(since "$t0")
+	read -r u1 _ < <(usage_rx)
+	result "$p b_dd_append mib=$BIG_MIB secs=$secs durable_secs=$td mib_s=$(awk -v s="$td" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') dd_mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") uploaded_bytes=$((u1 - u0))"
+
+	# c: cold read after remount + drop_caches.
+	umount_all
+	mount_"$p" "$b" "$m"
+	drop_caches
+	mk=$(log_mark)
+	t0=$(now)
+	dd if="$dir/big" of="$W/big.read" bs=1M status=none
+	secs=$(since "$t0")
+	cmp -s "$W/big.read" "$W/big.src" && ok=identical || ok=DIFFERENT
+	rm -f "$W/big.read"
+	result "$p c_cold_read mib=$BIG_MIB secs=$secs mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") content=$ok"
+
+	# d: append-to-visible latency.
+	local rpath
+	if [ "$p" = novafs ]; then
+		rpath=$m/.follow/b/lat
+		mode=follow
+	else
+		mount_"$p" "$b" "$m2" reader
+		rpath=$m2/lat
+		mode=poll
+	fi
+	rm -f "$W/lat.$p" "$W/lat.$p.writer-done"
+	python3 "$W/lat_reader.py" "$rpath" "$N_LAT" "$mode" "$W/lat.$p" 30 &
+	local rd=$!
+	sleep 0.5
+	python3 "$W/lat_writer.py" "$dir/lat" "$N_LAT" 0.05
+	: > "$W/lat.$p.writer-done"
+	# The follower needs no timeout: every record arrives, or the wait hangs
+	# (bounded below).
+	local n=900
+	while kill -0 "$rd" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
+	kill -0 "$rd" 2>/dev/null && { log "$p: latency reader still waiting 90 s after the writer: killed"; kill "$rd"; }
+	wait "$rd" 2>/dev/null || true
+	cp "$W/lat.$p" "$(dirname "$OUT")/$(basename "$OUT" .txt).lat-$p.txt" 2>/dev/null || true
+	result "$p d_visible_latency $(python3 - "$W/lat.$p" <<'PY'
+import sys
+v = open(sys.argv[1]).read().split()
+lat = sorted(float(x) for x in v if x != "lost")
+lost = sum(1 for x in v if x == "lost")
+def q(p):
+    return lat[min(len(lat) - 1, int(p * len(lat)))] * 1000 if lat else float("nan")
+print("n=%d seen=%d lost=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f"
+      % (len(v), len(lat), lost, q(0.5), q(0.9), q(0.99), (lat[-1] * 1000 if lat else float("nan"))))
+PY
+)"
+	umount_all
+	s3_rgw_bucket_purge "$W/rgw" "$b" || log "could not purge $b"
+}
+
+# a2 (novafs only): workload a again on a fresh bucket with settlement on
+# a short age cap, until every record is settled into one stream object
+# and every chain slot is deleted: the whole lifecycle's requests and
+# bytes (appends, settlement reads and writes, deletes).
+run_novafs_lifecycle() {
+	local b=peers-novafs-life m=$W/novafs-life/mnt mk u0 u1 t0 secs line n
+	log "=== novafs lifecycle (a2)"
+	s3_rgw_bucket_create "$b"
+	mkdir -p "$m"
+	"$NOVAFS" -f -o "data_dir=$W/novafs-life.data,store=$(s3_rgw_url "$b"),age_cap_standard_s=5,read_grace_s=2,audit_interval_ms=200" "$m" >> "$W/novafs.log" 2>&1 &
+	PIDS+=($!)
+	wait_mount "$m" "$!"
+	mkdir "$m/b"
+	line=$(printf 'x%.0s' $(seq 99))
+	read -r u0 _ < <(usage_rx); mk=$(log_mark)
+	t0=$(now)
+	for ((i = 0; i < N_SMALL; i++)); do echo "$line" >> "$m/b/small"; done
+	secs=$(since "$t0")
+	n=600
+	until [ "$(getfattr --absolute-names --only-values -n user.nova.settled "$m/b/small")" = "$N_SMALL" ] &&
+		! s3_curl "$EP" "$AK" "$SK" GET "/$b?list-type=2&max-keys=1&prefix=chains%2F" | grep -q '<Key>'; do
+		((n-- > 0)) || { log "a2: not settled and trimmed within 120 s"; break; }
+		sleep 0.2
+	done
+	local td objs
+	td=$(since "$t0")
+	read -r u1 _ < <(usage_rx)
+	objs=$(s3_curl "$EP" "$AK" "$SK" GET "/$b?list-type=2&max-keys=1000" | grep -o '<Key>' | wc -l)
+	result "novafs a2_small_appends_settled n=$N_SMALL append_secs=$secs settled_and_trimmed_secs=$td requests=$(reqs_since "$mk") methods=$(methods_since "$mk") uploaded_bytes=$((u1 - u0)) objects_left=$objs"
+	umount_all
+	s3_rgw_bucket_purge "$W/rgw" "$b" || log "could not purge $b"
+}
+
+# ---------------------------------------------------------------- run
+head -c $((BIG_MIB * 1048576)) /dev/urandom > "$W/big.src"
+{
+	echo "# novafs peers benchmark $(date -Is)"
+	echo "# machine: $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'), kernel $(uname -r)"
+	echo "# rgw: Ceph $(radosgw --version 2>/dev/null | awk '{ print $3 }'), memstore OSD, beast tcp_nodelay=1, 127.0.0.1"
+	echo "# novafs $(git -C "$top" rev-parse --short HEAD 2>/dev/null), s3fs $(s3fs --version 2>/dev/null | sed -n '1s/.*V\([0-9.]*\).*/\1/p'), rclone $(rclone version 2>/dev/null | awk 'NR == 1 { print $2 }')"
+	echo "# N_SMALL=$N_SMALL BIG_MIB=$BIG_MIB N_LAT=$N_LAT; load average at start: $(cut -d" " -f1-3 /proc/loadavg) (a shared machine: other jobs may run)"
+} | tee "$OUT"
+for p in $PEERS; do
+	case $p in
+	novafs-lifecycle) run_novafs_lifecycle ;;
+	*) run_peer "$p" ;;
+	esac
+done
+log "raw results in $OUT"
+/usr/bin/python3 "$here/plot.py" "$OUT" "$here/peers.png" >&2 || log "plot failed (python3-matplotlib?)"
