@@ -152,11 +152,16 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 			size--;
 		if (size == 0 || size >= sizeof(num))
 			return -EINVAL;
+		/* Decimal digits only: strtoull alone would take white space,
+		 * a sign (" -1" wraps) and stop at an embedded NUL. */
+		for (size_t i = 0; i < size; i++)
+			if (value[i] < '0' || value[i] > '9')
+				return -EINVAL;
 		memcpy(num, value, size);
 		num[size] = 0;
 		errno = 0;
 		seq = strtoull(num, &end, 10);
-		if (*end || errno || num[0] == '-')
+		if (*end || errno)
 			return -EINVAL;
 		return star_stream_trim_seq(st, t->stream, seq, NULL);
 	}

@@ -80,7 +80,7 @@ int meta_chain_decode(const void *p, size_t n, struct meta_chain *c)
 		return -EBADMSG;
 	c->cls = nv_rd_u8(&r);
 	star = nv_rd_bytes(&r, &slen, META_STAR_MAX);
-	if (!star)
+	if (!star || memchr(star, 0, slen))
 		return -EBADMSG;
 	memcpy(c->star, star, slen);
 	c->star[slen] = 0;

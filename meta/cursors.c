@@ -64,7 +64,7 @@ int meta_cursors_decode(const void *p, size_t n, struct meta_cursors *c)
 		return -EBADMSG;
 	c->cls = nv_rd_u8(&r);
 	star = nv_rd_bytes(&r, &sl, META_STAR_MAX);
-	if (!star)
+	if (!star || memchr(star, 0, sl))
 		return -EBADMSG;
 	memcpy(c->star, star, sl);
 	c->star[sl] = 0;

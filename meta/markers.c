@@ -70,7 +70,7 @@ int meta_marker_decode(const void *p, size_t n, struct meta_marker *m)
 		return -EBADMSG;
 	m->cls = nv_rd_u8(&r);
 	star = nv_rd_bytes(&r, &slen, META_STAR_MAX);
-	if (!star)
+	if (!star || memchr(star, 0, slen))
 		return -EBADMSG;
 	memcpy(m->star, star, slen);
 	m->star[slen] = 0;

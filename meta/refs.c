@@ -286,7 +286,7 @@ int meta_ref_decode(const void *p, size_t n, uint64_t stream, struct meta_ref *r
 	}
 	r->cls = nv_rd_u8(&rd);
 	star = nv_rd_bytes(&rd, &slen, META_STAR_MAX);
-	if (!star)
+	if (!star || memchr(star, 0, slen))
 		return -EBADMSG;
 	memcpy(r->star, star, slen);
 	r->star[slen] = 0;

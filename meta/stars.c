@@ -54,7 +54,7 @@ int meta_star_decode(const void *p, size_t n, const char *id, struct meta_star *
 	s->heartbeat_ns = nv_rd_u64(&r);
 	s->pid = nv_rd_u32(&r);
 	h = nv_rd_bytes(&r, &hl, sizeof(s->host) - 1);
-	if (!h)
+	if (!h || memchr(h, 0, hl))
 		return -EBADMSG;
 	memcpy(s->host, h, hl);
 	s->host[hl] = 0;

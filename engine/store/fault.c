@@ -258,9 +258,27 @@ static int parse_prob(const char *v, double *out)
 	char *end;
 	double d = strtod(v, &end);
 
-	if (*end || d < 0 || d > 1)
+	if (end == v || *end || !(d >= 0 && d <= 1)) /* NaN fails too */
 		return -EINVAL;
 	*out = d;
+	return 0;
+}
+
+/* Decimal digits only (no sign, no space), at most max. */
+static int parse_u64(const char *v, uint64_t max, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (!*v)
+		return -EINVAL;
+	for (; *v; v++) {
+		uint64_t d = (uint64_t)(*v - '0');
+
+		if (*v < '0' || *v > '9' || d > max || x > (max - d) / 10)
+			return -EINVAL;
+		x = x * 10 + d;
+	}
+	*out = x;
 	return 0;
 }
 
@@ -272,8 +290,9 @@ static int parse_spec(struct fault_be *f, const char *spec)
 	if (!copy)
 		return -ENOMEM;
 	for (char *t = strtok_r(copy, ":,", &save); t && !rc; t = strtok_r(NULL, ":,", &save)) {
-		char *eq = strchr(t, '='), *end;
+		char *eq = strchr(t, '=');
 		const char *v;
+		uint64_t x = 0;
 
 		if (!eq) {
 			rc = -EINVAL;
@@ -290,13 +309,13 @@ static int parse_spec(struct fault_be *f, const char *spec)
 		else if (!strcmp(t, "short"))
 			rc = parse_prob(v, &f->shortp);
 		else if (!strcmp(t, "full"))
-			f->full = strtoul(v, &end, 10) != 0, rc = *end ? -EINVAL : 0;
+			rc = parse_u64(v, 1, &x), f->full = x != 0;
 		else if (!strcmp(t, "full_after"))
-			f->full_after = strtoull(v, &end, 10), rc = *end ? -EINVAL : 0;
+			rc = parse_u64(v, UINT64_MAX, &f->full_after);
 		else if (!strcmp(t, "latency_ms"))
-			f->latency_ms = (unsigned)strtoul(v, &end, 10), rc = *end ? -EINVAL : 0;
+			rc = parse_u64(v, 60000, &x), f->latency_ms = (unsigned)x;
 		else if (!strcmp(t, "seed"))
-			f->seed = strtoull(v, &end, 10), rc = *end ? -EINVAL : 0;
+			rc = parse_u64(v, UINT64_MAX, &f->seed);
 		else if (!strcmp(t, "prefix"))
 			snprintf(f->prefix, sizeof(f->prefix), "%s", v);
 		else

@@ -67,6 +67,25 @@ static int known(const char *name, size_t n)
 	return 0;
 }
 
+
+/* A hit count: decimal digits (at least one, no sign) below 10^9.  The
+ * end of the digits, or NULL. */
+static const char *parse_count(const char *p, unsigned long *out)
+{
+	unsigned long x = 0;
+	const char *q = p;
+
+	for (; *q >= '0' && *q <= '9'; q++) {
+		x = x * 10 + (unsigned long)(*q - '0');
+		if (x >= 1000000000ul)
+			return NULL;
+	}
+	if (q == p)
+		return NULL;
+	*out = x;
+	return q;
+}
+
 static int arm_one(const char *s, size_t n)
 {
 	char item[128];
@@ -91,13 +110,13 @@ static int arm_one(const char *s, size_t n)
 	strcpy(f.name, item);
 	at = strchr(act, '@');
 	if (at) {
-		char *end;
+		const char *end;
 
 		*at = 0;
-		f.after = strtoul(at + 1, &end, 10);
-		if (*end == '-')
-			f.until = strtoul(end + 1, &end, 10);
-		if (*end || f.after == 0 || (f.until && f.until < f.after))
+		end = parse_count(at + 1, &f.after);
+		if (end && *end == '-')
+			end = parse_count(end + 1, &f.until);
+		if (!end || *end || f.after == 0 || (f.until && f.until < f.after))
 			return -EINVAL;
 	}
 	colon = strchr(act, ':');

@@ -437,6 +437,10 @@ static void test_base_failpoint_unknown(void **state)
 	assert_int_equal(nv_fp_arm("meta.commit=explode"), -EINVAL);   /* unknown action */
 	assert_int_equal(nv_fp_arm("meta.commit=delay"), -EINVAL);     /* delay needs MS */
 	assert_int_equal(nv_fp_arm("meta.commit=error@0"), -EINVAL);
+	assert_int_equal(nv_fp_arm("meta.commit=error@-1"), -EINVAL);  /* found by fuzzing */
+	assert_int_equal(nv_fp_arm("meta.commit=error@2-"), -EINVAL);
+	assert_int_equal(nv_fp_arm("meta.commit=error@+2"), -EINVAL);
+	assert_int_equal(nv_fp_arm("meta.commit=error@2- 3"), -EINVAL);
 	assert_int_equal(nv_fp_arm("meta.commit=error@x"), -EINVAL);
 	assert_int_equal(nv_fp_arm("meta.commit=error:abc"), -EINVAL);
 	assert_int_equal(nv_fp_arm("meta.commit=error:-3"), -EINVAL);
