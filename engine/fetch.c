@@ -7,6 +7,7 @@
  */
 #include "config.h"
 #include "engine/fetch.h"
+#include "engine/bundle.h"
 #include "src/base/log.h"
 
 #include <dirent.h>
@@ -129,18 +130,90 @@ static void unreserve(struct fetch_cache *fc, uint64_t n)
 	pthread_mutex_unlock(&fc->lock);
 }
 
+/* Is the file a whole bundle?  Its trailer and footer window check out
+ * (chunk CRCs are checked when settle decodes them). */
+static int verify_file(int fd, uint64_t size)
+{
+	uint8_t tr[BUNDLE_TRAILER_SIZE], *win;
+	uint64_t foff;
+	uint32_t flen;
+	struct bundle_footer f;
+	int rc;
+
+	if (size < BUNDLE_TRAILER_SIZE ||
+	    pread(fd, tr, sizeof(tr), (off_t)(size - sizeof(tr))) != (ssize_t)sizeof(tr))
+		return -EBADMSG;
+	rc = bundle_trailer_parse(tr, sizeof(tr), size, &foff, &flen);
+	if (rc)
+		return rc;
+	win = malloc(flen);
+	if (!win)
+		return -ENOMEM;
+	rc = pread(fd, win, flen, (off_t)foff) == (ssize_t)flen ? 0 : -EBADMSG;
+	if (!rc)
+		rc = bundle_footer_open(win, flen, foff, &f);
+	free(win);
+	return rc;
+}
+
+/* One copy being written to the temporary file. */
+struct warm {
+	struct fetch_cache *fc;
+	const char *key, *tmp;
+	int fd;
+	uint8_t *buf;   /* COPY_CHUNK bytes */
+	uint64_t off;   /* bytes copied */
+	uint64_t held;  /* budget reserved */
+};
+
 /*
- * Copy the object by ranged GETs of COPY_CHUNK until one comes back
- * short (or, at an exact multiple, -ERANGE): no HEAD first.  The budget
- * is reserved a chunk ahead and trimmed to what arrived.
+ * Copy one copy of the object by ranged GETs of COPY_CHUNK until one
+ * comes back short (or, at an exact multiple, -ERANGE): no HEAD first.
+ * The budget is reserved a chunk ahead and trimmed to what arrived.
+ * Then check it is a whole bundle: -EBADMSG sends a bucket set on to
+ * the next zone's copy (store_read_copies).
  */
+static int warm_copy(void *arg, struct store *copy)
+{
+	struct warm *w = arg;
+	int rc;
+
+	if (ftruncate(w->fd, 0))
+		return -errno;
+	unreserve(w->fc, w->held);
+	w->held = w->off = 0;
+	for (;;) {
+		size_t got = 0;
+
+		if (!reserve(w->fc, COPY_CHUNK))
+			return -ENOBUFS;
+		w->held += COPY_CHUNK;
+		rc = store_get_range(copy, w->key, w->off, COPY_CHUNK, w->buf, &got);
+		if (rc == -ERANGE && w->off > 0)
+			rc = 0; /* the object ended at a chunk boundary */
+		if (rc)
+			return rc;
+		unreserve(w->fc, COPY_CHUNK - got);
+		w->held -= COPY_CHUNK - got;
+		if (got && pwrite(w->fd, w->buf, got, (off_t)w->off) != (ssize_t)got) {
+			rc = errno ? -errno : -EIO;
+			nv_log(NV_ERR, NV_SUB_SETTLE, "fetch cache %s: %s", w->tmp, strerror(-rc));
+			return rc;
+		}
+		w->off += got;
+		if (got < COPY_CHUNK)
+			break;
+	}
+	return verify_file(w->fd, w->off);
+}
+
 int fetch_cache_warm(struct fetch_cache *fc, const char *key)
 {
 	char tmp[4096], fin[4096];
-	uint64_t id, off = 0, held = 0;
-	uint8_t *buf = NULL;
+	struct warm w = { .fc = fc, .key = key, .tmp = tmp, .fd = -1 };
+	uint64_t id;
 	struct fc_file *f;
-	int fd = -1, rc;
+	int rc;
 
 	pthread_mutex_lock(&fc->lock);
 	f = find_locked(fc, key);
@@ -151,71 +224,50 @@ int fetch_cache_warm(struct fetch_cache *fc, const char *key)
 
 	path_of(fc, id, tmp, sizeof(tmp), true);
 	path_of(fc, id, fin, sizeof(fin), false);
-	buf = malloc(COPY_CHUNK);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == ENOENT && mkdir(fc->dir, 0700) == 0) {
+	w.buf = malloc(COPY_CHUNK);
+	w.fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (w.fd < 0 && errno == ENOENT && mkdir(fc->dir, 0700) == 0) {
 		/* The scratch directory was removed under us: make it again. */
 		nv_log(NV_WARN, NV_SUB_SETTLE, "scratch directory %s vanished; recreated it",
 		       fc->dir);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		w.fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	}
-	if (!buf || fd < 0) {
-		rc = buf ? -errno : -ENOMEM;
+	if (!w.buf || w.fd < 0) {
+		rc = w.buf ? -errno : -ENOMEM;
 		goto fail;
 	}
-	for (;;) {
-		size_t got = 0;
-
-		if (!reserve(fc, COPY_CHUNK)) {
-			rc = -ENOBUFS;
-			goto fail;
-		}
-		held += COPY_CHUNK;
-		rc = store_get_range(fc->store, key, off, COPY_CHUNK, buf, &got);
-		if (rc == -ERANGE && off > 0)
-			rc = 0; /* the object ended at a chunk boundary */
-		if (rc)
-			goto fail;
-		unreserve(fc, COPY_CHUNK - got);
-		held -= COPY_CHUNK - got;
-		if (got && pwrite(fd, buf, got, (off_t)off) != (ssize_t)got) {
-			rc = errno ? -errno : -EIO;
-			nv_log(NV_ERR, NV_SUB_SETTLE, "fetch cache %s: %s", tmp, strerror(-rc));
-			goto fail;
-		}
-		off += got;
-		if (got < COPY_CHUNK)
-			break;
-	}
-	close(fd);
-	fd = -1;
+	rc = store_read_copies(fc->store, key, warm_copy, &w);
+	if (rc)
+		goto fail;
+	close(w.fd);
+	w.fd = -1;
 	if (rename(tmp, fin)) {
 		rc = -errno;
 		goto fail;
 	}
-	free(buf);
+	free(w.buf);
 	f = calloc(1, sizeof(*f));
 	if (f)
 		f->key = strdup(key);
 	if (!f || !f->key) {
 		free(f);
 		unlink(fin);
-		unreserve(fc, held);
+		unreserve(fc, w.held);
 		return -ENOMEM;
 	}
 	f->id = id;
-	f->size = off;
+	f->size = w.off;
 	pthread_mutex_lock(&fc->lock);
 	f->next = fc->files;
 	fc->files = f;
 	pthread_mutex_unlock(&fc->lock);
 	return 0;
 fail:
-	if (fd >= 0)
-		close(fd);
+	if (w.fd >= 0)
+		close(w.fd);
 	unlink(tmp);
-	free(buf);
-	unreserve(fc, held);
+	free(w.buf);
+	unreserve(fc, w.held);
 	return rc;
 }
 

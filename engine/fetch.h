@@ -11,8 +11,10 @@
  *     object that does not fit after evicting every unpinned file is not
  *     cached (-ENOBUFS) and the caller reads it from the store.
  *  2. A cached file is the whole object (read by ranged GETs until one
- *     comes back short, without a HEAD) before it is visible; partial
- *     files never are.
+ *     comes back short, without a HEAD) and a whole bundle (its trailer
+ *     and footer verify) before it is visible; partial files never are.
+ *     A copy that fails the check is -EBADMSG, and a bucket set's other
+ *     zones are tried (store_read_copies()).
  *  3. Files live in one private scratch directory, emptied at open and
  *     at close.
  */
@@ -32,7 +34,7 @@ int fetch_cache_new(struct store *st, const char *dir, uint64_t budget,
 void fetch_cache_free(struct fetch_cache *fc); /* removes the files */
 
 /* Copy object key into the cache (no-op when present).  0, -ENOBUFS
- * (over the budget), store errors. */
+ * (over the budget), -EBADMSG (no copy is a whole bundle), store errors. */
 int fetch_cache_warm(struct fetch_cache *fc, const char *key) __attribute__((warn_unused_result));
 
 /* Read [off, off+len) of key: from the cached file when present, else

@@ -8,6 +8,7 @@
 #include "engine/fsck.h"
 #include "engine/bundle.h"
 #include "engine/chain.h"
+#include "engine/objread.h"
 #include "meta/chains.h"
 #include "meta/cursors.h"
 #include "meta/markers.h"
@@ -182,59 +183,24 @@ static int gc_named(void *arg, uint64_t due_ns, const char *key)
 
 /* ------------------------------------------------------------ footers */
 
-/* Fetch and verify the footer window of an object; *win is malloc'd. */
+/* Fetch and verify the footer window of an object; *win is malloc'd.
+ * With a bucket set a bad copy beside a good one is read around (and
+ * logged by the set): a failed PUT's leftovers, not lost data. */
 static int fetch_footer(struct fsck *f, const char *key, uint64_t *foff, uint32_t *flen,
 			uint8_t **win, struct bundle_footer *ft)
 {
-	uint8_t tr[BUNDLE_TRAILER_SIZE];
 	uint64_t size;
-	size_t got;
-	int rc = store_head(f->store, key, &size);
 
-	*win = NULL;
-	if (rc)
-		return rc;
-	if (size < BUNDLE_TRAILER_SIZE)
-		return -EBADMSG;
-	rc = store_get_range(f->store, key, size - BUNDLE_TRAILER_SIZE, BUNDLE_TRAILER_SIZE, tr,
-			     &got);
-	if (!rc && got != BUNDLE_TRAILER_SIZE)
-		rc = -EBADMSG;
-	if (!rc)
-		rc = bundle_trailer_parse(tr, sizeof(tr), size, foff, flen);
-	if (rc)
-		return rc;
-	*win = malloc(*flen);
-	if (!*win)
-		return -ENOMEM;
-	rc = store_get_range(f->store, key, *foff, *flen, *win, &got);
-	if (!rc && got != *flen)
-		rc = -EBADMSG;
-	if (!rc)
-		rc = bundle_footer_open(*win, *flen, *foff, ft);
-	if (rc) {
-		free(*win);
-		*win = NULL;
-	}
-	return rc;
+	return objread_tail(f->store, key, &size, foff, flen, win, ft);
 }
 
 static int verify_chunk(struct fsck *f, const char *key, const struct bundle_entry *e)
 {
-	uint8_t *stored = malloc(e->comp_len ? e->comp_len : 1);
 	struct nv_buf raw;
-	size_t got;
 	int rc;
 
-	if (!stored)
-		return -ENOMEM;
 	nv_buf_init(&raw, e->raw_len);
-	rc = store_get_range(f->store, key, e->chunk_off, e->comp_len, stored, &got);
-	if (!rc && got != e->comp_len)
-		rc = -EBADMSG;
-	if (!rc)
-		rc = bundle_chunk_decode(e, stored, e->comp_len, &raw);
-	free(stored);
+	rc = objread_chunk(f->store, key, e, &raw);
 	nv_buf_free(&raw);
 	f->sum->chunks++;
 	return rc;

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "engine/read.h"
+#include "engine/objread.h"
 #include "engine/bundle.h"
 #include "engine/chain.h"
 #include "engine/rcache.h"
@@ -186,17 +187,12 @@ static int load_footer(struct read_engine *re, const struct loc *l, struct rc_bl
 {
 	struct rc_blob *b = rc_blob_new(l->footer_len, 0);
 	struct bundle_footer f;
-	size_t got;
 	int rc;
 
 	if (!b)
 		return -ENOMEM;
 	NV_STAT_ADD(re->cfg.stats, footer_fetches, 1);
-	rc = store_get_range(re->cfg.store, l->key, l->footer_off, l->footer_len, b->data, &got);
-	if (!rc && got != l->footer_len)
-		rc = -EBADMSG;
-	if (!rc)
-		rc = bundle_footer_open(b->data, b->len, l->footer_off, &f);
+	rc = objread_footer(re->cfg.store, l->key, l->footer_off, l->footer_len, b->data, &f);
 	if (rc) {
 		rc_blob_unref(b);
 		return bad_object(re, l->key, "footer", rc);
@@ -236,22 +232,14 @@ static int get_footer(struct read_engine *re, const struct loc *l, struct bundle
 static int load_chunk(struct read_engine *re, const char *key, const struct bundle_entry *e,
 		      struct rc_blob **out)
 {
-	uint8_t *stored = malloc(e->comp_len ? e->comp_len : 1);
 	struct nv_buf raw;
 	struct rc_blob *b = NULL;
-	size_t got, off = 0;
+	size_t off = 0;
 	int rc;
 
-	if (!stored)
-		return -ENOMEM;
 	NV_STAT_ADD(re->cfg.stats, chunk_fetches, 1);
 	nv_buf_init(&raw, e->raw_len);
-	rc = store_get_range(re->cfg.store, key, e->chunk_off, e->comp_len, stored, &got);
-	if (!rc && got != e->comp_len)
-		rc = -EBADMSG;
-	if (!rc)
-		rc = bundle_chunk_decode(e, stored, e->comp_len, &raw);
-	free(stored);
+	rc = objread_chunk(re->cfg.store, key, e, &raw);
 	if (!rc) {
 		b = rc_blob_new(raw.len, e->nrec);
 		if (!b)

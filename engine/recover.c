@@ -14,6 +14,7 @@
  */
 #include "config.h"
 #include "engine/recover.h"
+#include "engine/objread.h"
 #include "engine/bundle.h"
 #include "engine/chain.h"
 #include "meta/streams.h"
@@ -113,36 +114,18 @@ static void walked_free(struct walked *w, uint32_t n)
 static int read_slot(const struct recover_cfg *cfg, const char *key, uint64_t slot,
 		     struct walked *w)
 {
-	uint8_t trailer[BUNDLE_TRAILER_SIZE];
 	struct bundle_footer f;
 	uint64_t size, foff;
 	uint32_t flen, nruns = 0;
 	uint8_t *win = NULL;
-	size_t got;
 	int rc;
 
 	memset(w, 0, sizeof(*w));
-	rc = r_head(cfg, key, &size);
-	if (rc)
-		return rc;
-	if (size < BUNDLE_TRAILER_SIZE)
-		return -EBADMSG;
-	rc = r_get(cfg, key, size - BUNDLE_TRAILER_SIZE, BUNDLE_TRAILER_SIZE,
-			     trailer, &got);
-	if (!rc && got != BUNDLE_TRAILER_SIZE)
-		rc = -EBADMSG;
-	if (!rc)
-		rc = bundle_trailer_parse(trailer, sizeof(trailer), size, &foff, &flen);
-	if (rc)
-		return rc;
-	win = malloc(flen);
-	if (!win)
-		return -ENOMEM;
-	rc = r_get(cfg, key, foff, flen, win, &got);
-	if (!rc && got != flen)
-		rc = -EBADMSG;
-	if (!rc)
-		rc = bundle_footer_open(win, flen, foff, &f);
+	rc = objread_tail(cfg->store, key, &size, &foff, &flen, &win, &f);
+	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
+		backoff(i);
+		rc = objread_tail(cfg->store, key, &size, &foff, &flen, &win, &f);
+	}
 	if (!rc) {
 		w->runs = calloc(f.n ? f.n : 1, sizeof(*w->runs));
 		if (!w->runs)

@@ -194,7 +194,7 @@ static int object_window(const struct settle_cfg *cfg, const char *key, uint64_t
 {
 	uint8_t tr[BUNDLE_TRAILER_SIZE];
 	uint64_t size;
-	int rc = store_head(cfg->store, key, &size);
+	int rc = fetch_cache_size(cfg->fc, key, &size); /* the cached copy's */
 
 	if (rc)
 		return rc;

@@ -194,6 +194,31 @@ static int set_head(void *be, const char *key, uint64_t *size)
 	return err ? err : -ENOENT;
 }
 
+/* Copies: each member's in read order until one is good.  A bad copy is
+ * an answer about the key (the zone works), so it starts no backoff. */
+static int set_read_copies(void *be, const char *key, store_copy_fn fn, void *arg)
+{
+	struct set_be *s = be;
+	int rc = -ENOENT, err = 0, bad = -1, ord[SET_MAX], n = order(s, ord);
+
+	for (int i = 0; i < n; i++) {
+		rc = fn(arg, s->m[ord[i]].st);
+		health(s, ord[i], rc == -EBADMSG ? 0 : rc, key);
+		if (rc == 0 || rc == -ERANGE) {
+			if (rc == 0 && bad >= 0)
+				nv_log(NV_WARN, NV_SUB_STORE, "%s: the copy in zone %s fails "
+				       "verification; read the one in zone %s", key, s->m[bad].zone,
+				       s->m[ord[i]].zone);
+			return rc;
+		}
+		if (rc == -EBADMSG && bad < 0)
+			bad = ord[i];
+		if (rc != -ENOENT && err != -EBADMSG)
+			err = rc;
+	}
+	return err ? err : -ENOENT;
+}
+
 static int set_del(void *be, const char *const *keys, size_t n)
 {
 	struct set_be *s = be;
@@ -358,6 +383,7 @@ static const struct store_backend_ops set_ops = {
 	.put = set_put,
 	.get_range = set_get_range,
 	.head = set_head,
+	.read_copies = set_read_copies,
 	.del = set_del,
 	.list = set_list,
 	.mpu_create = set_mpu_create,
@@ -503,6 +529,11 @@ static int r_head(void *be, const char *key, uint64_t *size)
 	return store_head(route(be, key), key, size);
 }
 
+static int r_read_copies(void *be, const char *key, store_copy_fn fn, void *arg)
+{
+	return store_read_copies(route(be, key), key, fn, arg);
+}
+
 static int r_del(void *be, const char *const *keys, size_t n)
 {
 	struct route_be *r = be;
@@ -543,6 +574,7 @@ static const struct store_backend_ops route_ops = {
 	.put = r_put,
 	.get_range = r_get_range,
 	.head = r_head,
+	.read_copies = r_read_copies,
 	.del = r_del,
 	.list = r_list,
 	.mpu_create = r_mpu_create,

@@ -21,6 +21,12 @@
  *  3. A member that failed (not an answer about the key) is tried after
  *     the others until its backoff ends: a dead zone costs one failed
  *     request per backoff, not one per slot (set.c, member health).
+ *  4. A put that failed on a member may still have left bytes there: a
+ *     lax server killed mid-PUT keeps a prefix (s3rver), a real one may
+ *     have stored the whole object before its reply was lost.  So a key
+ *     can have a bad copy in one zone beside the good one in another;
+ *     readers that verify go through store_read_copies(), which reads
+ *     around it, and deletes cover every member, so it goes with the slot.
  */
 #ifndef NOVAFS_STORE_SET_H
 #define NOVAFS_STORE_SET_H

@@ -313,6 +313,15 @@ int store_get_range(struct store *s, const char *key, uint64_t off,
 	return count_err(s, rc, ENOENT);
 }
 
+int store_read_copies(struct store *s, const char *key, store_copy_fn fn, void *arg)
+{
+	int rc = key_ok(s, "read", key);
+
+	if (rc)
+		return rc;
+	return s->ops->read_copies ? s->ops->read_copies(s->be, key, fn, arg) : fn(arg, s);
+}
+
 int store_head(struct store *s, const char *key, uint64_t *size)
 {
 	int rc;

@@ -92,6 +92,22 @@ int store_put(struct store *s, const char *key, const struct iovec *iov,
 int store_get_range(struct store *s, const char *key, uint64_t off,
 		    size_t len, void *dst, size_t *got) __attribute__((warn_unused_result));
 
+/*
+ * Read one copy of key and judge it: fn reads the object through the
+ * store it is handed (borrowed for the call; any number of gets and
+ * heads) and returns 0 when the bytes are good, -EBADMSG when they fail
+ * verification (a checksum, a trailer, a short object), or the store's
+ * error.  A plain store calls fn once, with itself.  A bucket set (set.h)
+ * calls fn with each member in its read order until one returns 0 or
+ * -ERANGE, so a torn or corrupt copy in one zone (a lax server killed
+ * mid-PUT keeps a prefix) is read around instead of failing the reader.
+ * Returns fn's last verdict: 0, -ERANGE, else -EBADMSG if any copy was
+ * bad, else the last store error, else -ENOENT.
+ */
+typedef int (*store_copy_fn)(void *arg, struct store *copy);
+int store_read_copies(struct store *s, const char *key, store_copy_fn fn, void *arg)
+	__attribute__((warn_unused_result));
+
 /* Size of an object.  0, -ENOENT, -EIO. */
 int store_head(struct store *s, const char *key, uint64_t *size)
 	__attribute__((warn_unused_result));
@@ -157,6 +173,9 @@ struct store_backend_ops {
 	int (*get_range)(void *be, const char *key, uint64_t off, size_t len,
 			 void *dst, size_t *got);
 	int (*head)(void *be, const char *key, uint64_t *size);
+	/* Optional (stores over other stores): store_read_copies(); without
+	 * it fn gets the store itself. */
+	int (*read_copies)(void *be, const char *key, store_copy_fn fn, void *arg);
 	int (*del)(void *be, const char *const *keys, size_t n);
 	int (*list)(void *be, const char *prefix, const char *start_after,
 		    store_list_fn fn, void *arg);

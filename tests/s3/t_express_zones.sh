@@ -211,6 +211,19 @@ echo "after restart" >> "$MNT/z/st" || fail "standard append after a restart wit
 nv_stop
 
 # ---------------------------------------------------------------- zone a back
+# A torn copy, as s3rver leaves one when it is killed mid-PUT (it writes
+# the object file in place): half of a slot that zone b holds, planted in
+# zone a while it is down.  Reads, settling and fsck must read around it
+# (set.h invariant 4), not fail on the preferred zone's bad copy.
+torn_src=$(find "$S3/b/data" -path '*/chains/express/*' -name '*._S3rver_object' | sort | sed -n 1p)
+[ -n "$torn_src" ] || fail "no express slot in zone b to tear a copy of"
+torn_rel=${torn_src#"$S3/b/data/"}
+for f in "${torn_src%._S3rver_object}"._S3rver_*; do
+	mkdir -p "$(dirname "$S3/a/data/${f#"$S3/b/data/"}")"
+	cp "$f" "$S3/a/data/${f#"$S3/b/data/"}"
+done
+truncate -s $(($(stat -c %s "$torn_src") / 2)) "$S3/a/data/$torn_rel"
+say "planted a torn copy of ${torn_rel%._S3rver_object} in zone a"
 (
 	NODE_OPTIONS=--openssl-legacy-provider exec node "$CACHE/node_modules/.bin/s3rver" \
 		-d "$S3/a/data" -a 127.0.0.1 -p "${PORT[a]}" --no-vhost-buckets \

@@ -194,11 +194,11 @@ static void test_set_zone_comes_back(void **state)
 	uint64_t t0, size;
 	int i = 0;
 
+	t0 = nv_now_mono_ns(); /* before the failure starts the backoff */
 	assert_int_equal(put(f->set, "bad/1", "x", 0), 0); /* a fails: down */
 	assert_int_equal(puts_of(f->a), 1);
 	/* Await the probe: puts of good keys go to b until a is tried again,
 	 * and a answers them, so it is up from then on. */
-	t0 = nv_now_mono_ns();
 	for (;;) {
 		char key[32];
 
@@ -232,6 +232,77 @@ static void test_set_all_zones_fail(void **state)
 	store_close(set);
 }
 
+/* store_read_copies judges copies one by one: "good" passes. */
+static int judge_copy(void *arg, struct store *copy)
+{
+	const char *key = arg;
+	char buf[16];
+	size_t got;
+	int rc = store_get_range(copy, key, 0, sizeof(buf), buf, &got);
+
+	if (rc)
+		return rc;
+	return got == 4 && !memcmp(buf, "good", 4) ? 0 : -EBADMSG;
+}
+
+/* A bad copy in the preferred zone is read around (set.h invariant 4):
+ * the good one in the other zone is used, the preferred zone starts no
+ * backoff (it answered) and is still read first; a key whose every copy
+ * is bad is -EBADMSG, one that is nowhere -ENOENT. */
+static void test_set_read_copies(void **state)
+{
+	struct fx *f = *state;
+	uint64_t a0;
+
+	assert_int_equal(put(f->a, "k/torn", "go", 0), 0);
+	assert_int_equal(put(f->b, "k/torn", "good", 0), 0);
+	a0 = gets_of(f->a);
+	assert_int_equal(store_read_copies(f->set, "k/torn", judge_copy, "k/torn"), 0);
+	assert_int_equal(gets_of(f->a), a0 + 1);
+	assert_int_equal(put(f->a, "k/fine", "good", 0), 0);
+	assert_int_equal(store_read_copies(f->set, "k/fine", judge_copy, "k/fine"), 0);
+	assert_int_equal(gets_of(f->a), a0 + 2); /* still first: no backoff */
+	assert_int_equal(put(f->b, "k/fine2", "good", 0), 0);
+	assert_int_equal(store_read_copies(f->set, "k/fine2", judge_copy, "k/fine2"), 0);
+	assert_int_equal(put(f->a, "k/bad", "bad", 0), 0);
+	assert_int_equal(put(f->b, "k/bad", "worse", 0), 0);
+	assert_int_equal(store_read_copies(f->set, "k/bad", judge_copy, "k/bad"), -EBADMSG);
+	assert_int_equal(store_read_copies(f->set, "k/none", judge_copy, "k/none"), -ENOENT);
+	/* A plain store judges its one copy. */
+	assert_int_equal(store_read_copies(f->b, "k/torn", judge_copy, "k/torn"), 0);
+	assert_int_equal(store_read_copies(f->a, "k/torn", judge_copy, "k/torn"), -EBADMSG);
+}
+
+/* Fault specs (fault.h): malformed numbers are refused, not read as
+ * something else (found by fuzzing: NaN, signs, empty values). */
+static void test_fault_spec_strict(void **state)
+{
+	struct fx *f = *state;
+	static const char *const bad[] = {
+		"flip=nan", "get_error=", "put_error=-0.5", "latency_ms=-1", "latency_ms=1e3",
+		"full_after=-5", "full=2", "seed= 1", "put_error", "bogus=1",
+	};
+	char path[128];
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct store *inner, *out = NULL;
+
+		snprintf(path, sizeof(path), "dir:%s/spec", f->root);
+		assert_int_equal(store_open(path, &inner), 0);
+		if (fault_store_wrap(inner, bad[i], &out) != -EINVAL)
+			fail_msg("fault spec '%s' was accepted", bad[i]);
+	}
+	{
+		struct store *inner, *out = NULL;
+
+		snprintf(path, sizeof(path), "dir:%s/spec", f->root);
+		assert_int_equal(store_open(path, &inner), 0);
+		assert_int_equal(fault_store_wrap(inner, "flip=0.5:latency_ms=0:full_after=100:seed=7",
+						  &out), 0);
+		store_close(out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,6 +313,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_set_zone_comes_back, setup_short, teardown),
 		cmocka_unit_test_setup_teardown(test_set_all_zones_fail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fault_spec_strict, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_set_read_copies, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
