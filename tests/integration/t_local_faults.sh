@@ -23,8 +23,11 @@ mkdir "$MNT/b"
 dd if=/dev/zero of="$small/filler" bs=1M count=36 status=none
 : > "$NV_TMP/acked"
 err=
+# One write() of 64 KiB per append: dd reading a pipe may get a short read
+# and split a block into several writes (records), so read a file.
+head -c 65536 /dev/urandom > "$NV_TMP/rec64k"
 for i in $(seq 1 400); do
-	if ! out=$(head -c 65536 /dev/urandom | dd of="$MNT/b/s" bs=64k oflag=append conv=notrunc status=none 2>&1); then
+	if ! out=$(dd if="$NV_TMP/rec64k" of="$MNT/b/s" bs=64k oflag=append conv=notrunc status=none 2>&1); then
 		err=$out
 		break
 	fi
