@@ -113,6 +113,7 @@ void star_get_gauges(struct star *st, struct star_gauges *g)
 	g->slots_live = NV_STAT_GET(&st->stats, slots_written) -
 			NV_STAT_GET(&st->stats, slots_deleted);
 	g->fetch_cache_bytes = st->fc ? fetch_cache_bytes(st->fc) : 0;
+	store_get_stats(st->store, &g->store);
 }
 
 /* ------------------------------------------------------------ start-up */

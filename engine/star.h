@@ -39,6 +39,7 @@
 #include "engine/read.h"
 #include "engine/stats.h"
 #include "engine/stream.h"
+#include "engine/store/store.h"
 #include "meta/streams.h"
 
 struct star;
@@ -106,6 +107,7 @@ struct star_gauges {
 	uint64_t streams_loaded;
 	uint64_t slots_live; /* slots written by this star's chains, not deleted */
 	uint64_t fetch_cache_bytes;
+	struct store_stats store; /* requests and bytes of the star's store */
 };
 void star_get_gauges(struct star *st, struct star_gauges *g);
 

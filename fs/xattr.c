@@ -61,6 +61,24 @@ static int stats_json(struct star *st, struct nv_buf *out)
 	json_object_set_new(o, "streams_loaded", json_integer((json_int_t)g.streams_loaded));
 	json_object_set_new(o, "slots_live", json_integer((json_int_t)g.slots_live));
 	json_object_set_new(o, "fetch_cache_bytes", json_integer((json_int_t)g.fetch_cache_bytes));
+	{
+		const struct { const char *k; uint64_t v; } sv[] = {
+			{ "store_puts", g.store.puts },
+			{ "store_gets", g.store.gets },
+			{ "store_heads", g.store.heads },
+			{ "store_deletes", g.store.deletes },
+			{ "store_lists", g.store.lists },
+			{ "store_mpu_parts", g.store.mpu_parts },
+			{ "store_mpu_copies", g.store.mpu_copies },
+			{ "store_mpu_completes", g.store.mpu_completes },
+			{ "store_bytes_put", g.store.bytes_put },
+			{ "store_bytes_got", g.store.bytes_got },
+			{ "store_errors", g.store.errors },
+		};
+
+		for (size_t i = 0; i < sizeof(sv) / sizeof(sv[0]); i++)
+			json_object_set_new(o, sv[i].k, json_integer((json_int_t)sv[i].v));
+	}
 	s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
 	json_decref(o);
 	if (!s)

@@ -219,6 +219,14 @@ static int set_read_copies(void *be, const char *key, store_copy_fn fn, void *ar
 	return err ? err : -ENOENT;
 }
 
+static void set_stats(void *be, struct store_stats *out)
+{
+	struct set_be *s = be;
+
+	for (int i = 0; i < s->n; i++)
+		store_stats_add(out, s->m[i].st);
+}
+
 static int set_del(void *be, const char *const *keys, size_t n)
 {
 	struct set_be *s = be;
@@ -384,6 +392,7 @@ static const struct store_backend_ops set_ops = {
 	.get_range = set_get_range,
 	.head = set_head,
 	.read_copies = set_read_copies,
+	.stats = set_stats,
 	.del = set_del,
 	.list = set_list,
 	.mpu_create = set_mpu_create,
@@ -534,6 +543,14 @@ static int r_read_copies(void *be, const char *key, store_copy_fn fn, void *arg)
 	return store_read_copies(route(be, key), key, fn, arg);
 }
 
+static void r_stats(void *be, struct store_stats *out)
+{
+	struct route_be *r = be;
+
+	store_stats_add(out, r->std);
+	store_stats_add(out, r->express);
+}
+
 static int r_del(void *be, const char *const *keys, size_t n)
 {
 	struct route_be *r = be;
@@ -575,6 +592,7 @@ static const struct store_backend_ops route_ops = {
 	.get_range = r_get_range,
 	.head = r_head,
 	.read_copies = r_read_copies,
+	.stats = r_stats,
 	.del = r_del,
 	.list = r_list,
 	.mpu_create = r_mpu_create,

@@ -254,6 +254,11 @@ void store_get_stats(const struct store *s, struct store_stats *out)
 	 * is safe, the casts only satisfy atomic_load's prototype. */
 	struct store_counters *c = (struct store_counters *)&s->c;
 
+	if (s->ops->stats) {
+		memset(out, 0, sizeof(*out));
+		s->ops->stats(s->be, out);
+		return;
+	}
 #define LOAD(f) out->f = atomic_load_explicit(&c->f, memory_order_relaxed)
 	LOAD(puts);
 	LOAD(gets);
@@ -311,6 +316,26 @@ int store_get_range(struct store *s, const char *key, uint64_t off,
 	else
 		*got = 0;
 	return count_err(s, rc, ENOENT);
+}
+
+void store_stats_add(struct store_stats *sum, const struct store *s)
+{
+	struct store_stats one;
+
+	store_get_stats(s, &one);
+	sum->puts += one.puts;
+	sum->gets += one.gets;
+	sum->heads += one.heads;
+	sum->deletes += one.deletes;
+	sum->lists += one.lists;
+	sum->mpu_creates += one.mpu_creates;
+	sum->mpu_parts += one.mpu_parts;
+	sum->mpu_copies += one.mpu_copies;
+	sum->mpu_completes += one.mpu_completes;
+	sum->mpu_aborts += one.mpu_aborts;
+	sum->bytes_put += one.bytes_put;
+	sum->bytes_got += one.bytes_got;
+	sum->errors += one.errors;
 }
 
 int store_read_copies(struct store *s, const char *key, store_copy_fn fn, void *arg)

@@ -72,7 +72,8 @@ void store_close(struct store *s);
  * until store_close(). */
 const char *store_name(const struct store *s);
 
-/* Snapshot of the counters. */
+/* Snapshot of the counters (of a bucket set or router: the sum of its
+ * buckets'). */
 void store_get_stats(const struct store *s, struct store_stats *out);
 
 /*
@@ -176,6 +177,10 @@ struct store_backend_ops {
 	/* Optional (stores over other stores): store_read_copies(); without
 	 * it fn gets the store itself. */
 	int (*read_copies)(void *be, const char *key, store_copy_fn fn, void *arg);
+	/* Optional (stores over other stores): the counters are the sum of
+	 * the inner stores' (every request ends at one of them, including
+	 * those a copy function makes), not the wrapper's own. */
+	void (*stats)(void *be, struct store_stats *out);
 	int (*del)(void *be, const char *const *keys, size_t n);
 	int (*list)(void *be, const char *prefix, const char *start_after,
 		    store_list_fn fn, void *arg);
@@ -193,6 +198,9 @@ struct store_backend_ops {
  * name is copied.  0 or -ENOMEM (be closed). */
 int store_wrap(const struct store_backend_ops *ops, void *be, const char *name,
 	       struct store **out) __attribute__((warn_unused_result));
+
+/* Add the counters of s to *sum (for a backend's stats op). */
+void store_stats_add(struct store_stats *sum, const struct store *s);
 
 /* Sum of iovec lengths. */
 size_t store_iov_len(const struct iovec *iov, int iovcnt);

@@ -130,10 +130,13 @@ say "remount and drop caches: the same ranges must come back cold"
 nv_remount
 nv_drop_caches
 cold0=$(nv_stat cold_reads)
+gets0=$(nv_stat store_gets)
 check_ranges "cold" cold
 cold1=$(nv_stat cold_reads)
-say "stats cold_reads: $cold0 -> $cold1"
+gets1=$(nv_stat store_gets)
+say "stats cold_reads: $cold0 -> $cold1, store_gets: $gets0 -> $gets1"
 ((cold1 > cold0)) || fail "reads after a remount did not count as cold reads ($cold0 -> $cold1)"
+((gets1 > gets0)) || fail "cold reads made no store GETs in the stats ($gets0 -> $gets1)"
 nv_expect_eq "$(nv_size "$S")" "$SIZE" "st_size after remount"
 
 say "reads interleaved with appends"

@@ -268,6 +268,14 @@ static void test_set_read_copies(void **state)
 	assert_int_equal(put(f->b, "k/bad", "worse", 0), 0);
 	assert_int_equal(store_read_copies(f->set, "k/bad", judge_copy, "k/bad"), -EBADMSG);
 	assert_int_equal(store_read_copies(f->set, "k/none", judge_copy, "k/none"), -ENOENT);
+	/* The set's counters are its buckets' (copy functions read members). */
+	{
+		struct store_stats st;
+
+		store_get_stats(f->set, &st);
+		assert_int_equal(st.gets, gets_of(f->a) + gets_of(f->b));
+		assert_true(st.gets >= 7);
+	}
 	/* A plain store judges its one copy. */
 	assert_int_equal(store_read_copies(f->b, "k/torn", judge_copy, "k/torn"), 0);
 	assert_int_equal(store_read_copies(f->a, "k/torn", judge_copy, "k/torn"), -EBADMSG);
