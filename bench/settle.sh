@@ -48,6 +48,14 @@ KINDS="puts gets heads mpu_parts mpu_copies mpu_completes deletes lists"
 
 bench_init settle
 need_space $((4 * SIZE_MB + 1024))
+printf '== settle: %s, commit %s, daemon sha256 %s, load average %s\n' "$(date -u +%FT%TZ)" \
+	"$(git -C "$ROOT_DIR" rev-parse --short HEAD 2> /dev/null || echo '?')" \
+	"$(sha256sum "$NOVAFS" | cut -c1-16)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'machine: nproc %s, %s MiB RAM, kernel %s, temp dir on %s (%s)\n' "$(nproc)" \
+	"$(awk '/^MemTotal:/ { print int($2 / 1024) }' /proc/meminfo)" "$(uname -r)" \
+	"$(df --output=source "$B_TMP" | tail -1)" "$(stat -f -c %T "$B_TMP")"
+printf 'settings: SIZE_MB=%s REPS=%s CASES="%s" STREAMS=%s WRITERS=%s REC_KB=%s AGE_CAP_S=%s NOVA_OPTS=%s\n' \
+	"$SIZE_MB" "$REPS" "$CASES" "$STREAMS" "$WRITERS" "$REC_KB" "$AGE_CAP_S" "$NOVA_OPTS"
 SRC=$B_TMP/src.dat
 head -c "$bytes" /dev/urandom > "$SRC"
 
