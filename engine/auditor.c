@@ -261,6 +261,12 @@ static bool stopping(struct auditor *a)
 	return s;
 }
 
+/* settle_cfg.cancelled: an era in progress gives up when we stop. */
+static bool settle_cancelled(void *arg)
+{
+	return stopping(arg);
+}
+
 /* The group settle and trim-check over every chain we may settle. */
 static void settle_pass(struct auditor *a)
 {
@@ -392,6 +398,8 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	if (!a)
 		return -ENOMEM;
 	a->cfg = *cfg;
+	a->cfg.settle.cancelled = settle_cancelled;
+	a->cfg.settle.cancel_arg = a;
 	snprintf(a->star, sizeof(a->star), "%s", cfg->star);
 	a->cfg.star = a->star;
 	memcpy(a->live, cfg->live_epochs, sizeof(a->live));

@@ -911,7 +911,7 @@ static void *worker_main(void *arg)
 			e->next++;
 		es = e->next < e->nstreams ? &e->streams[e->next++] : NULL;
 		pthread_mutex_unlock(&e->lock);
-		if (!es)
+		if (!es || (e->cfg->cancelled && e->cfg->cancelled(e->cfg->cancel_arg)))
 			break;
 		(void)settle_stream(e, es);
 	}
@@ -1052,16 +1052,30 @@ int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint6
 		goto out;
 	NV_STAT_ADD(cfg->stats, settle_jobs, 1);
 
-	/* Warm exactly the era's bundles (each read once). */
+	/* Warm exactly the era's bundles (each read once).  Over the budget
+	 * (-ENOBUFS) the workers read a bundle from the store instead; a
+	 * slot the store cannot give (a zone down, no good copy) fails the
+	 * era here, after one slot's cost, not one per slot: the era re-runs
+	 * at the next pass. */
 	for (uint64_t slot = e.marks[0].first_slot; slot < e.marks[last].end_slot; slot++) {
 		char key[CHAIN_KEY_MAX];
 		int w;
 
+		if (cfg->cancelled && cfg->cancelled(cfg->cancel_arg)) {
+			rc = -ESHUTDOWN;
+			goto out;
+		}
 		chain_slot_key(key, sizeof(key), c->cls, c->star, c->epoch, slot);
 		w = fetch_cache_warm(cfg->fc, key);
-		if (w && w != -ENOBUFS && w != -ENOENT)
-			nv_log(NV_WARN, NV_SUB_SETTLE, "%s: warming failed (%s); reading it directly",
-			       key, strerror(-w));
+		if (w && w != -ENOBUFS && w != -ENOENT) {
+			nv_log(NV_WARN, NV_SUB_SETTLE, "%s: unreadable (%s); the era [%llu, %llu) "
+			       "settles later", key, strerror(-w),
+			       (unsigned long long)e.marks[0].first_slot,
+			       (unsigned long long)e.marks[last].end_slot);
+			fetch_cache_clear(cfg->fc);
+			rc = w;
+			goto out;
+		}
 	}
 
 	{
@@ -1080,6 +1094,12 @@ int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint6
 		free(th);
 	}
 	fetch_cache_clear(cfg->fc);
+	if (cfg->cancelled && cfg->cancelled(cfg->cancel_arg)) {
+		/* Streams done so far are committed; the rest and the markers
+		 * wait for the next start (as after a crash here). */
+		rc = -ESHUTDOWN;
+		goto out;
+	}
 	for (uint32_t i = 0; i < e.nstreams; i++) {
 		struct era_stream *es = &e.streams[i];
 

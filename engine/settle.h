@@ -49,6 +49,7 @@
 #ifndef NOVAFS_ENGINE_SETTLE_H
 #define NOVAFS_ENGINE_SETTLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/fetch.h"
@@ -72,6 +73,11 @@ struct settle_cfg {
 	/* A stream's settled end moved (in-memory state upkeep); may be NULL. */
 	void (*settled)(void *arg, uint64_t stream, uint64_t end_seq, uint64_t end_byte);
 	void *arg;
+	/* True when the star is stopping: an era gives up between slots and
+	 * between streams (-ESHUTDOWN; every step is idempotent, the next
+	 * start re-runs it).  May be NULL. */
+	bool (*cancelled)(void *cancel_arg);
+	void *cancel_arg;
 };
 
 /*

@@ -9,9 +9,11 @@
  *
  * Member health: a member that fails a put, get or head with anything
  * but an answer about the key (exists, missing, out of range, invalid)
- * is down for a backoff (2 s, doubling to 60 s, reset by its next
- * success).  Puts, gets and heads try members that are up first (the
- * location's first among them), then the down ones, so a dead zone
+ * is down for a backoff (2 s, doubling to 60 s at each failed probe,
+ * reset by its next success; a failure while it is still down, when it
+ * was tried because no other member had the key, changes nothing).
+ * Puts, gets and heads try members that are up first (the location's
+ * first among them), then the down ones, so a dead zone
  * costs one failed request per backoff, not one per slot; the first
  * request after the backoff probes it again.  The health fields are
  * atomics, read and written by any thread without a lock: a lost
@@ -91,6 +93,13 @@ static void health(struct set_be *s, int k, int rc, const char *key)
 			nv_log(NV_INFO, NV_SUB_STORE, "zone %s (%s) answers again", m->zone,
 			       store_name(m->st));
 		}
+		return;
+	}
+	if (atomic_load(&m->down_until) > nv_now_mono_ns()) {
+		/* Still in its backoff: tried only because no member that is
+		 * up had the key.  The backoff grows with probes, not here. */
+		nv_log(NV_DEBUG, NV_SUB_STORE, "zone %s (%s), down, failed on %s too (%s)", m->zone,
+		       store_name(m->st), key, strerror(-rc));
 		return;
 	}
 	{
