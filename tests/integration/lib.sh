@@ -117,8 +117,30 @@ nv_kill_tree() {
 	kill -9 "$pid" 2>/dev/null || true
 }
 
+# PIDs are reused (pid_max is 32768 here, and a crash soak starts
+# thousands of processes), so a PID registered long ago may name somebody
+# else's process by the time the EXIT trap runs.  Registered PIDs carry
+# their start time; the trap only touches a PID whose start time still
+# matches.  (A child not yet waited for keeps its PID as a zombie, so the
+# current NV_PID is always safe to signal.)
+declare -A NV_PSTART=()
+
+# nv_pstart PID: PID's start time (clock ticks after boot), or nothing.
+nv_pstart() { awk '{ sub(/^.*\) /, ""); print $20 }' "/proc/$1/stat" 2>/dev/null; }
+
+# nv_own PID: remember PID's start time (call right after starting it).
+nv_own() { NV_PSTART[$1]=$(nv_pstart "$1"); }
+
+# nv_is_own PID: PID is still the process nv_own saw, not a reused PID.
+nv_is_own() {
+	[ -n "$1" ] && [ -n "${NV_PSTART[$1]:-}" ] && [ "$(nv_pstart "$1")" = "${NV_PSTART[$1]}" ]
+}
+
 # nv_bg PID: register a background helper so the EXIT trap kills it.
-nv_bg() { NV_BG+=("$1"); }
+nv_bg() {
+	NV_BG+=("$1")
+	nv_own "$1"
+}
 
 # nv_wait_bg PID: wait for a registered helper; returns its exit status.
 nv_wait_bg() {
@@ -205,7 +227,7 @@ nv_cleanup() {
 	fi
 	((failed && rc == 0)) && rc=1
 	nv_watchdog_stop
-	for p in "${NV_BG[@]}"; do nv_kill_tree "$p"; done
+	for p in "${NV_BG[@]}"; do nv_is_own "$p" && nv_kill_tree "$p"; done
 	for p in "${NV_BG[@]}"; do wait "$p" 2>/dev/null; done
 	if [ -n "$MNT" ] && nv_is_mounted "$MNT"; then
 		timeout 10 fusermount3 -u "$MNT" 2>/dev/null ||
@@ -213,6 +235,7 @@ nv_cleanup() {
 			timeout 10 umount -l "$MNT" 2>/dev/null
 	fi
 	for p in "${NV_DAEMONS[@]}"; do
+		nv_is_own "$p" || continue # reaped earlier; the PID may be another's now
 		if ! nv_wait_pid_exit "$p" 10; then
 			echo "$NV_TEST: daemon $p still running at exit; kill -9" >&2
 			kill -9 "$p" 2>/dev/null
@@ -272,6 +295,7 @@ nv_start() {
 	"$NOVAFS" -f -o "data_dir=$DATA${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)" "$MNT" >> "$LOG" 2>&1 &
 	NV_PID=$!
 	NV_DAEMONS+=("$NV_PID")
+	nv_own "$NV_PID"
 	echo "$NV_PID" > "$NV_TMP/daemon.pid"
 	n=$(( ${NV_START_TIMEOUT:-30} * 20 ))
 	until mountpoint -q "$MNT"; do
@@ -616,6 +640,7 @@ nv_spawn() {
 	"$NOVAFS" -f -o "data_dir=$DATA${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)" "$MNT" >> "$LOG" 2>&1 &
 	NV_PID=$!
 	NV_DAEMONS+=("$NV_PID")
+	nv_own "$NV_PID"
 	echo "$NV_PID" > "$NV_TMP/daemon.pid"
 }
 
