@@ -172,11 +172,17 @@ cat > "$NV_TMP/sampler.py" <<'PY'
 import os, sys, time
 stop, out, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
 gone = {}
-while not os.path.exists(stop):
+# The test makes the stop file once it saw every file gone, maybe before
+# the sampler did: a pass that starts after the stop file exists sees
+# them gone too, and is the last.
+while True:
+    stopping = os.path.exists(stop)
     now = time.time()
     for p in paths:
         if p not in gone and not os.path.exists(p):
             gone[p] = now
+    if stopping:
+        break
     time.sleep(0.05)
 with open(out, "w") as f:
     for p in paths:
