@@ -1581,7 +1581,7 @@ static int s3_list(void *be, const char *prefix, const char *start_after,
 		l.last[0] = '\0';
 		rc = list_walk(&l);
 	}
-	if (rc == 0 && l.sorted) {
+	if (rc == 0 && l.sorted && l.n) { /* l.v is NULL while empty */
 		qsort(l.v, l.n, sizeof(*l.v), entry_cmp);
 		for (size_t i = 0; i < l.n && rc == 0; i++)
 			if (i == 0 || strcmp(l.v[i].key, l.v[i - 1].key))

@@ -45,7 +45,7 @@ rm -f "$small/filler"
 # The halted chain settles and a new epoch starts once there is room.
 nv_await 60 "appends to work again after space was freed" \
 	sh -c "echo again >> '$MNT/b/s'"
-nv_await 10 "size to grow" test "$(nv_size "$MNT/b/s")" -gt "$size"
+nv_await 10 "size to grow" sh -c "[ \"\$(stat -c %s '$MNT/b/s')\" -gt $size ]"
 grep -q "starting a new epoch" "$LOG" || fail "no log line about the halted chain"
 say "ok: appends work again after space was freed"
 nv_stop
@@ -77,7 +77,11 @@ mkdir "$MNT/b"
 # which waits out SQLite's busy timeout (5 s) and then fails with EAGAIN.
 echo "busy 0" >> "$MNT/b/s"
 echo "busy 0" > "$NV_TMP/expect3"
-(sqlite3 "$DATA/meta.db" "BEGIN EXCLUSIVE; SELECT 1;" ".shell sleep 7" "COMMIT;" > /dev/null 2>&1) &
+nv_await 10 "the absorb of the first record" \
+	sh -c "[ \"\$(getfattr --absolute-names --only-values -n user.nova.frontier '$MNT/b/s')\" = 1 ]"
+# .timeout: the locker waits out a commit of the daemon's instead of
+# failing to lock at all (the CLI's busy timeout is 0).
+(sqlite3 "$DATA/meta.db" ".timeout 5000" "BEGIN EXCLUSIVE; SELECT 1;" ".shell sleep 7" "COMMIT;" > /dev/null 2>&1) &
 locker=$!
 nv_bg "$locker"
 # Another writer is refused at once (the CLI's busy timeout is 0) once the
