@@ -47,11 +47,9 @@
 #define STORE_MPU_PARTS_MAX 10000
 
 struct store_counters {
-	atomic_uint_least64_t puts, gets, heads, deletes, lists;
-	atomic_uint_least64_t mpu_creates, mpu_parts, mpu_copies;
-	atomic_uint_least64_t mpu_completes, mpu_aborts;
-	atomic_uint_least64_t bytes_put, bytes_got;
-	atomic_uint_least64_t errors;
+#define COUNTER_DECL(f) atomic_uint_least64_t f;
+	STORE_STATS_FIELDS(COUNTER_DECL)
+#undef COUNTER_DECL
 };
 
 /* One opened store.  Immutable after store_wrap() except the counters
@@ -259,20 +257,8 @@ void store_get_stats(const struct store *s, struct store_stats *out)
 		s->ops->stats(s->be, out);
 		return;
 	}
-#define LOAD(f) out->f = atomic_load_explicit(&c->f, memory_order_relaxed)
-	LOAD(puts);
-	LOAD(gets);
-	LOAD(heads);
-	LOAD(deletes);
-	LOAD(lists);
-	LOAD(mpu_creates);
-	LOAD(mpu_parts);
-	LOAD(mpu_copies);
-	LOAD(mpu_completes);
-	LOAD(mpu_aborts);
-	LOAD(bytes_put);
-	LOAD(bytes_got);
-	LOAD(errors);
+#define LOAD(f) out->f = atomic_load_explicit(&c->f, memory_order_relaxed);
+	STORE_STATS_FIELDS(LOAD)
 #undef LOAD
 }
 
@@ -323,19 +309,9 @@ void store_stats_add(struct store_stats *sum, const struct store *s)
 	struct store_stats one;
 
 	store_get_stats(s, &one);
-	sum->puts += one.puts;
-	sum->gets += one.gets;
-	sum->heads += one.heads;
-	sum->deletes += one.deletes;
-	sum->lists += one.lists;
-	sum->mpu_creates += one.mpu_creates;
-	sum->mpu_parts += one.mpu_parts;
-	sum->mpu_copies += one.mpu_copies;
-	sum->mpu_completes += one.mpu_completes;
-	sum->mpu_aborts += one.mpu_aborts;
-	sum->bytes_put += one.bytes_put;
-	sum->bytes_got += one.bytes_got;
-	sum->errors += one.errors;
+#define ADD(f) sum->f += one.f;
+	STORE_STATS_FIELDS(ADD)
+#undef ADD
 }
 
 int store_read_copies(struct store *s, const char *key, store_copy_fn fn, void *arg)

@@ -49,11 +49,15 @@ struct store_mpu; /* one multipart upload in progress; opaque */
 
 /* Request and byte counters of one store, kept by store.c for every
  * backend.  Monotonic; read with store_get_stats(). */
+#define STORE_STATS_FIELDS(X)                                           \
+	X(puts) X(gets) X(heads) X(deletes) X(lists)                    \
+	X(mpu_creates) X(mpu_parts) X(mpu_copies) X(mpu_completes)      \
+	X(mpu_aborts) X(bytes_put) X(bytes_got) X(errors)
+
 struct store_stats {
-	uint64_t puts, gets, heads, deletes, lists;
-	uint64_t mpu_creates, mpu_parts, mpu_copies, mpu_completes, mpu_aborts;
-	uint64_t bytes_put, bytes_got;
-	uint64_t errors;
+#define STORE_STATS_DECL(f) uint64_t f;
+	STORE_STATS_FIELDS(STORE_STATS_DECL)
+#undef STORE_STATS_DECL
 };
 
 /*
