@@ -508,14 +508,7 @@ int absorb_new(const struct absorb_cfg *cfg, struct absorb **out)
 	a->row = cfg->row;
 	a->row_ver = cfg->row_ver;
 	pthread_mutex_init(&a->lock, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&a->work, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	nv_cond_init_mono(&a->work);
 	pthread_cond_init(&a->idle, NULL);
 	rc = -pthread_create(&a->thread, NULL, absorb_main, a);
 	if (rc) {

@@ -391,7 +391,6 @@ static void *auditor_main(void *arg)
 int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 {
 	struct auditor *a = calloc(1, sizeof(*a));
-	pthread_condattr_t ca;
 	char host[65] = "";
 	int rc;
 
@@ -418,10 +417,7 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	a->reg.started_ns = nv_now_wall_ns();
 	a->reg.state = STAR_RUNNING;
 	pthread_mutex_init(&a->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&a->wake, &ca);
-	pthread_condattr_destroy(&ca);
+	nv_cond_init_mono(&a->wake);
 	pthread_cond_init(&a->gate_cond, NULL);
 	rc = -pthread_create(&a->thread, NULL, auditor_main, a);
 	if (rc) {

@@ -491,7 +491,6 @@ static void *worker_main(void *arg)
 int chain_new(const struct chain_cfg *cfg, struct chain **out)
 {
 	struct chain *c = calloc(1, sizeof(*c));
-	pthread_condattr_t ca;
 	int rc;
 
 	if (!c)
@@ -503,10 +502,7 @@ int chain_new(const struct chain_cfg *cfg, struct chain **out)
 		c->cfg.put_window = 1;
 	c->next_slot = cfg->first_slot;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->seal_cond, &ca);
-	pthread_condattr_destroy(&ca);
+	nv_cond_init_mono(&c->seal_cond);
 	pthread_cond_init(&c->put_cond, NULL);
 	pthread_cond_init(&c->drain_cond, NULL);
 	c->workers = calloc(c->cfg.put_window, sizeof(*c->workers));

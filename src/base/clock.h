@@ -9,6 +9,7 @@
 #ifndef NOVAFS_BASE_CLOCK_H
 #define NOVAFS_BASE_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -35,6 +36,24 @@ static inline uint64_t nv_now_wall_ns(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return nv_ts_to_ns(&ts);
+}
+
+/* Initialise a condition variable whose timed waits run on CLOCK_MONOTONIC
+ * (so a wall-clock step neither shortens nor stretches a linger or a
+ * timeout).  Pair its waits with nv_mono_deadline().  Returns 0 or a
+ * positive pthread error, as pthread_cond_init does. */
+static inline int nv_cond_init_mono(pthread_cond_t *cond)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	if ((rc = pthread_condattr_init(&ca)))
+		return rc;
+	rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!rc)
+		rc = pthread_cond_init(cond, &ca);
+	pthread_condattr_destroy(&ca);
+	return rc;
 }
 
 /* An absolute CLOCK_MONOTONIC deadline for pthread_cond_timedwait on a

@@ -67,7 +67,6 @@ int efx_setup(void **state)
 	const char *tmp = getenv("TMPDIR");
 	char url[PATH_MAX + 32];
 	struct meta_bucket b;
-	pthread_condattr_t ca;
 
 	if (!f)
 		return -1;
@@ -79,10 +78,7 @@ int efx_setup(void **state)
 	snprintf(url, sizeof(url), "sqlite:%s/meta.db", f->dir);
 	pthread_mutex_init(&f->vlock, NULL);
 	pthread_mutex_init(&f->dlock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&f->dcond, &ca);
-	pthread_condattr_destroy(&ca);
+	nv_cond_init_mono(&f->dcond);
 	if (kv_open(url, &f->kv) || fake_store_open(&f->fs, &f->store) ||
 	    !(f->table = stream_table_new()) ||
 	    meta_bucket_create(f->kv, EFX_BUCKET, NV_CLASS_STANDARD, &b)) {
@@ -430,7 +426,6 @@ static bool absorb_free_bounded(struct absorb *a)
 {
 	struct absorb_stopper *st;
 	struct timespec ts;
-	pthread_condattr_t ca;
 	pthread_t th;
 	bool done;
 
@@ -443,10 +438,7 @@ static bool absorb_free_bounded(struct absorb *a)
 	}
 	st->a = a;
 	pthread_mutex_init(&st->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&st->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	nv_cond_init_mono(&st->cond);
 	if (pthread_create(&th, NULL, absorb_stopper_main, st)) {
 		pthread_cond_destroy(&st->cond);
 		pthread_mutex_destroy(&st->lock);

@@ -542,16 +542,12 @@ static const struct store_backend_ops fake_ops = {
 int fake_store_open(struct fake_store **out_fs, struct store **out)
 {
 	struct fake_store *fs = calloc(1, sizeof(*fs));
-	pthread_condattr_t ca;
 	int rc;
 
 	if (!fs)
 		return -ENOMEM;
 	pthread_mutex_init(&fs->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&fs->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	nv_cond_init_mono(&fs->cond);
 	rc = store_wrap(&fake_ops, fs, "fake:", out);
 	if (rc)
 		return rc; /* fs freed by fk_close */
