@@ -83,15 +83,171 @@ static int stream_cmp(const void *x, const void *y)
 	return a->stream_id < b->stream_id ? -1 : a->stream_id > b->stream_id;
 }
 
+/* Size the ref builder for up to `total` runs.  0 or -ENOMEM. */
+static int rb_init(struct ref_build *b, uint64_t total)
+{
+	b->cap = (uint32_t)(total ? total : 1);
+	b->nslots_map = 16;
+	while (b->nslots_map < b->cap * 2)
+		b->nslots_map *= 2;
+	b->refs = calloc(b->cap, sizeof(*b->refs));
+	b->keys = calloc(b->nslots_map, sizeof(*b->keys));
+	b->vals = malloc(b->nslots_map * sizeof(*b->vals));
+	if (!b->refs || !b->keys || !b->vals)
+		return -ENOMEM;
+	memset(b->vals, 0xff, b->nslots_map * sizeof(*b->vals));
+	return 0;
+}
+
+/*
+ * The size trigger: are the run's stream's un-settled bytes at or over
+ * the trigger after this run?  Then the batch ripens at the stream's open
+ * round, or opens one (absorb.h): lower *ripe_linger to that delay.
+ */
+static void note_trigger(const struct absorb_policy *pol, const struct absorb_run *run,
+			 uint64_t birth, uint64_t *ripe_linger)
+{
+	uint64_t d;
+
+	if (!pol->trigger_bytes || run->settled_byte == ABSORB_UNKNOWN ||
+	    run->first_byte + run->nbytes < run->settled_byte ||
+	    run->first_byte + run->nbytes - run->settled_byte < pol->trigger_bytes)
+		return;
+	d = run->round_ripe_ns > birth
+		    ? run->round_ripe_ns - birth
+		    : pol->linger_ns + absorb_jitter_ns(run->stream_id, pol->linger_ns);
+	if (d < *ripe_linger)
+		*ripe_linger = d;
+}
+
+/* Add one slot's run to its stream's ref in b.  0, -EINVAL (the run does
+ * not continue the stream's batch), -ENOMEM. */
+static int build_run(struct ref_build *b, const struct meta_chain *row,
+		     const struct absorb_slot *slot, const struct absorb_run *run)
+{
+	struct meta_ref_slot se = {
+		.slot = slot->slot, .first_seq = run->first_seq,
+		.first_byte = run->first_byte,
+		.footer_off = slot->footer_off,
+		.footer_len = slot->footer_len,
+	};
+	bool fresh;
+	int idx = rb_index(b, run->stream_id, &fresh), rc;
+	struct meta_ref *r;
+
+	if (idx < 0)
+		return idx;
+	r = &b->refs[idx];
+	if (fresh) {
+		r->stream_id = run->stream_id;
+		r->kind = META_REF_SPAN;
+		r->first_seq = r->end_seq = run->first_seq;
+		r->first_byte = r->end_byte = run->first_byte;
+		r->cls = row->cls;
+		strcpy(r->star, row->star);
+		r->epoch = row->epoch;
+	}
+	if (r->end_seq != run->first_seq || r->end_byte != run->first_byte ||
+	    run->nrec == 0) {
+		nv_log(NV_ERR, NV_SUB_ABSORB,
+		       "stream %llu: slot %llu run at seq %llu does not continue "
+		       "the batch at seq %llu", (unsigned long long)run->stream_id,
+		       (unsigned long long)slot->slot,
+		       (unsigned long long)run->first_seq,
+		       (unsigned long long)r->end_seq);
+		return -EINVAL;
+	}
+	if ((rc = meta_ref_add_slot(r, &se)))
+		return rc;
+	r->end_seq += run->nrec;
+	r->end_byte += run->nbytes;
+	if (run->max_ts > r->max_ts)
+		r->max_ts = run->max_ts;
+	return 0;
+}
+
+/* Refs (and their byte-index rows), in bounded transactions.  Plain puts:
+ * a re-run rewrites identical values (invariant 2). */
+static int write_refs(struct kv *kv, const struct ref_build *b)
+{
+	struct kv_txn *t = NULL;
+	int rc = 0;
+
+	for (uint32_t i = 0; i < b->n && !rc; i++) {
+		if (!t && !(t = kv_txn_new()))
+			return -ENOMEM;
+		rc = meta_ref_txn_put(t, &b->refs[i]);
+		if (!rc && (kv_txn_nwrites(t) >= REF_TXN_WRITES || i + 1 == b->n)) {
+			rc = kv_txn_commit(kv, t, NULL);
+			kv_txn_free(t);
+			t = NULL;
+		}
+	}
+	kv_txn_free(t);
+	return rc;
+}
+
+/* Fill the batch's marker from its refs (streams sorted by id).  The
+ * caller frees mk->streams.  0 or -ENOMEM. */
+static int build_marker(struct meta_marker *mk, const struct meta_chain *row,
+			const struct absorb_slot *slots, uint32_t n,
+			const struct ref_build *b, const struct absorb_policy *pol,
+			uint64_t birth, uint64_t ripe_linger)
+{
+	mk->cls = row->cls;
+	strcpy(mk->star, row->star);
+	mk->epoch = row->epoch;
+	mk->first_slot = slots[0].slot;
+	mk->end_slot = slots[n - 1].slot + 1;
+	mk->birth_ns = birth;
+	mk->crossed = ripe_linger != UINT64_MAX;
+	mk->ripe_ns = mk->birth_ns + (mk->crossed ? ripe_linger : pol->age_cap_ns);
+	mk->nstreams = b->n;
+	mk->streams = calloc(b->n ? b->n : 1, sizeof(*mk->streams));
+	if (!mk->streams)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < b->n; i++) {
+		mk->streams[i].stream_id = b->refs[i].stream_id;
+		mk->streams[i].first_seq = b->refs[i].first_seq;
+		mk->streams[i].bytes = b->refs[i].end_byte - b->refs[i].first_byte;
+	}
+	qsort(mk->streams, b->n, sizeof(*mk->streams), stream_cmp);
+	return 0;
+}
+
+/* The checkpoint (CAS on the chain row's version) and the marker in one
+ * commit; on success *row and *ver move on. */
+static int commit_checkpoint(struct kv *kv, struct meta_chain *row, uint64_t *ver,
+			     const struct meta_marker *mk)
+{
+	struct meta_chain next = *row;
+	struct kv_txn *t = kv_txn_new();
+	uint64_t rev;
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	next.checkpoint = mk->end_slot;
+	rc = meta_chain_txn_put(t, &next, *ver);
+	if (!rc)
+		rc = meta_marker_txn_put(t, mk);
+	if (!rc)
+		rc = kv_txn_commit(kv, t, &rev);
+	kv_txn_free(t);
+	if (!rc) {
+		*row = next;
+		*ver = rev;
+	}
+	return rc;
+}
+
 int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 			const struct absorb_slot *slots, uint32_t n,
 			const struct absorb_policy *pol, struct absorb_result *res)
 {
 	struct ref_build b = { 0 };
 	struct meta_marker mk = { 0 };
-	struct meta_chain next;
-	struct kv_txn *t = NULL;
-	uint64_t total = 0, rev, ripe_linger = UINT64_MAX, birth = nv_now_wall_ns();
+	uint64_t total = 0, ripe_linger = UINT64_MAX, birth = nv_now_wall_ns();
 	int rc = 0;
 
 	if (n == 0)
@@ -101,141 +257,27 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 			return -EINVAL;
 		total += slots[i].nruns;
 	}
-	b.cap = (uint32_t)(total ? total : 1);
-	b.nslots_map = 16;
-	while (b.nslots_map < b.cap * 2)
-		b.nslots_map *= 2;
-	b.refs = calloc(b.cap, sizeof(*b.refs));
-	b.keys = calloc(b.nslots_map, sizeof(*b.keys));
-	b.vals = malloc(b.nslots_map * sizeof(*b.vals));
-	if (!b.refs || !b.keys || !b.vals) {
-		rc = -ENOMEM;
+	if ((rc = rb_init(&b, total)))
 		goto out;
-	}
-	memset(b.vals, 0xff, b.nslots_map * sizeof(*b.vals));
-
 	/* One ref per stream, slot entries in slot order. */
 	for (uint32_t i = 0; i < n && !rc; i++) {
 		for (uint32_t j = 0; j < slots[i].nruns && !rc; j++) {
-			const struct absorb_run *run = &slots[i].runs[j];
-			struct meta_ref_slot se = {
-				.slot = slots[i].slot, .first_seq = run->first_seq,
-				.first_byte = run->first_byte,
-				.footer_off = slots[i].footer_off,
-				.footer_len = slots[i].footer_len,
-			};
-			bool fresh;
-			int idx = rb_index(&b, run->stream_id, &fresh);
-			struct meta_ref *r;
-
-			if (idx < 0) {
-				rc = idx;
-				break;
-			}
-			r = &b.refs[idx];
-			if (fresh) {
-				r->stream_id = run->stream_id;
-				r->kind = META_REF_SPAN;
-				r->first_seq = r->end_seq = run->first_seq;
-				r->first_byte = r->end_byte = run->first_byte;
-				r->cls = row->cls;
-				strcpy(r->star, row->star);
-				r->epoch = row->epoch;
-			}
-			if (r->end_seq != run->first_seq || r->end_byte != run->first_byte ||
-			    run->nrec == 0) {
-				nv_log(NV_ERR, NV_SUB_ABSORB,
-				       "stream %llu: slot %llu run at seq %llu does not continue "
-				       "the batch at seq %llu", (unsigned long long)run->stream_id,
-				       (unsigned long long)slots[i].slot,
-				       (unsigned long long)run->first_seq,
-				       (unsigned long long)r->end_seq);
-				rc = -EINVAL;
-				break;
-			}
-			rc = meta_ref_add_slot(r, &se);
-			/* The size trigger: are the stream's un-settled bytes
-			 * at or over it after this run?  Then join its open
-			 * round, or open one (absorb.h). */
-			if (pol->trigger_bytes && run->settled_byte != ABSORB_UNKNOWN &&
-			    run->first_byte + run->nbytes >= run->settled_byte &&
-			    run->first_byte + run->nbytes - run->settled_byte >= pol->trigger_bytes) {
-				uint64_t d = run->round_ripe_ns > birth
-						     ? run->round_ripe_ns - birth
-						     : pol->linger_ns +
-							       absorb_jitter_ns(run->stream_id,
-										pol->linger_ns);
-
-				if (d < ripe_linger)
-					ripe_linger = d;
-			}
-			r->end_seq += run->nrec;
-			r->end_byte += run->nbytes;
-			if (run->max_ts > r->max_ts)
-				r->max_ts = run->max_ts;
+			rc = build_run(&b, row, &slots[i], &slots[i].runs[j]);
+			if (!rc)
+				note_trigger(pol, &slots[i].runs[j], birth, &ripe_linger);
 		}
 	}
-	if (rc)
-		goto out;
-
-	rc = NV_FP("absorb.before_refs");
-	/* Refs (and their byte-index rows), in bounded transactions.  Plain
-	 * puts: a re-run rewrites identical values (invariant 2). */
-	for (uint32_t i = 0; i < b.n && !rc; i++) {
-		if (!t && !(t = kv_txn_new())) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = meta_ref_txn_put(t, &b.refs[i]);
-		if (!rc && (kv_txn_nwrites(t) >= REF_TXN_WRITES || i + 1 == b.n)) {
-			rc = kv_txn_commit(kv, t, NULL);
-			kv_txn_free(t);
-			t = NULL;
-		}
-	}
-	kv_txn_free(t);
-	t = NULL;
+	if (!rc)
+		rc = NV_FP("absorb.before_refs");
+	if (!rc)
+		rc = write_refs(kv, &b);
 	if (!rc)
 		rc = NV_FP("absorb.after_refs");
-	if (rc)
-		goto out;
-
-	/* The marker of the batch, then checkpoint + marker in one commit. */
-	mk.cls = row->cls;
-	strcpy(mk.star, row->star);
-	mk.epoch = row->epoch;
-	mk.first_slot = slots[0].slot;
-	mk.end_slot = slots[n - 1].slot + 1;
-	mk.birth_ns = birth;
-	mk.crossed = ripe_linger != UINT64_MAX;
-	mk.ripe_ns = mk.birth_ns + (mk.crossed ? ripe_linger : pol->age_cap_ns);
-	mk.nstreams = b.n;
-	mk.streams = calloc(b.n ? b.n : 1, sizeof(*mk.streams));
-	if (!mk.streams) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (uint32_t i = 0; i < b.n; i++) {
-		mk.streams[i].stream_id = b.refs[i].stream_id;
-		mk.streams[i].first_seq = b.refs[i].first_seq;
-		mk.streams[i].bytes = b.refs[i].end_byte - b.refs[i].first_byte;
-	}
-	qsort(mk.streams, b.n, sizeof(*mk.streams), stream_cmp);
-	next = *row;
-	next.checkpoint = mk.end_slot;
-	t = kv_txn_new();
-	if (!t) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	rc = meta_chain_txn_put(t, &next, *ver);
 	if (!rc)
-		rc = meta_marker_txn_put(t, &mk);
+		rc = build_marker(&mk, row, slots, n, &b, pol, birth, ripe_linger);
 	if (!rc)
-		rc = kv_txn_commit(kv, t, &rev);
+		rc = commit_checkpoint(kv, row, ver, &mk);
 	if (!rc) {
-		*row = next;
-		*ver = rev;
 		if (res) {
 			res->nrefs = b.n;
 			res->end_slot = mk.end_slot;
@@ -244,7 +286,6 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 		rc = NV_FP("absorb.after_checkpoint");
 	}
 out:
-	kv_txn_free(t);
 	free(mk.streams);
 	rb_free(&b);
 	return rc;

@@ -67,8 +67,7 @@
 _Static_assert(BUNDLE_CHUNK_MAX >= BUNDLE_RECORD_MAX + BUNDLE_FRAME_HDR,
 	       "a single-record chunk must fit the chunk limit");
 
-/* ------------------------------------------------------------------ */
-/* zstd: per-thread contexts and the one error translation             */
+/* ------- zstd: per-thread contexts and the one error translation */
 
 struct zctx {
 	ZSTD_CCtx *cctx; /* owned; NULL until the thread first compresses */
@@ -175,8 +174,7 @@ static int zstd_to_errno(size_t code)
 	}
 }
 
-/* ------------------------------------------------------------------ */
-/* fixed-width entry and trailer codecs                                */
+/* -------------------------- fixed-width entry and trailer codecs */
 
 void bundle_frame_hdr(uint8_t hdr[BUNDLE_FRAME_HDR], uint32_t len, uint64_t ts)
 {
@@ -275,8 +273,7 @@ static int trailer_decode(const uint8_t p[BUNDLE_TRAILER_SIZE], uint32_t *n,
 	return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* footer building                                                     */
+/* ----------------------------------------------- footer building */
 
 /* True when b may follow a in a footer: (stream, seq) strictly greater,
  * and within one stream neither seq nor byte ranges overlap. */
@@ -317,8 +314,7 @@ int bundle_footer_build(const struct bundle_entry *entries, uint32_t n,
 	return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* encoding                                                            */
+/* ------------------------------------------------------ encoding */
 
 /* The owned part of a bundle_out (out->priv). */
 struct enc_priv {
@@ -400,11 +396,10 @@ static void chunk_next(const struct bundle_run *r, size_t off, size_t target,
 }
 
 /*
- * Try to compress n bytes at src onto the end of own, keeping the result
- * only if it saves at least n/16.  1 and *clen when kept, 0 when the chunk
- * is to be stored raw (own unchanged), -ENOMEM.
- */
-/*
+ * chunk_compress(): try to compress n bytes at src onto the end of own,
+ * keeping the result only if it saves at least n/16.  1 and *clen when
+ * kept, 0 when the chunk is to be stored raw (own unchanged), -ENOMEM.
+ *
  * Chunks above SAMPLE_FROM bytes are first judged on a SAMPLE_LEN sample
  * from their middle: incompressible data (media, encrypted or already
  * compressed payloads) then costs a 16 KiB trial instead of a full zstd
@@ -463,6 +458,86 @@ void bundle_out_free(struct bundle_out *out)
 	memset(out, 0, sizeof(*out));
 }
 
+/* Validate the runs (sorted by stream, well framed) and count the chunks
+ * they cut into.  0, -EINVAL, -E2BIG (more than BUNDLE_ENTRIES_MAX). */
+static int count_chunks(const struct bundle_run *runs, size_t nruns, size_t target,
+			size_t *nchunks)
+{
+	int rc;
+
+	*nchunks = 0;
+	for (size_t i = 0; i < nruns; i++) {
+		if (i && runs[i - 1].stream_id >= runs[i].stream_id)
+			return -EINVAL;
+		rc = run_check(&runs[i]);
+		if (rc)
+			return rc;
+		for (size_t o = 0; o < runs[i].frames_len; (*nchunks)++) {
+			struct chunk_span c;
+
+			chunk_next(&runs[i], o, target, &c);
+			o = c.end;
+		}
+	}
+	return *nchunks > BUNDLE_ENTRIES_MAX ? -E2BIG : 0;
+}
+
+/*
+ * Compress (when cc is set and it pays) and describe one chunk c of run r:
+ * fills e's codec, lengths, CRC and record fields (the caller set its
+ * offsets) and the segment s that will carry its bytes (in own when
+ * compressed, else pointing into the run).  0 or -ENOMEM.
+ */
+static int encode_chunk(ZSTD_CCtx *cc, int level, const struct bundle_run *r,
+			const struct chunk_span *c, struct bundle_entry *e,
+			struct enc_seg *s, struct nv_buf *own)
+{
+	const uint8_t *raw = r->frames + c->off;
+	size_t rawlen = c->end - c->off, clen = 0, own_off = own->len;
+	int rc = 0;
+
+	if (cc && (rc = chunk_compress(cc, level, raw, rawlen, own, &clen)) < 0)
+		return rc;
+	e->stream_id = r->stream_id;
+	e->max_ts = c->max_ts;
+	e->nrec = c->nrec;
+	e->raw_len = (uint32_t)rawlen;
+	if (rc == 1) {
+		e->codec = BUNDLE_ZSTD;
+		e->comp_len = (uint32_t)clen;
+		e->crc = nv_crc32c(0, own->ptr + own_off, clen);
+		s->ptr = NULL;
+		s->own_off = own_off;
+		s->len = clen;
+	} else {
+		e->codec = BUNDLE_RAW;
+		e->comp_len = (uint32_t)rawlen;
+		e->crc = nv_crc32c(0, raw, rawlen);
+		s->ptr = raw;
+		s->len = rawlen;
+	}
+	return 0;
+}
+
+/* own no longer moves: resolve the segments' offsets into out->iov,
+ * merging contiguous segments. */
+static void resolve_iov(const struct enc_seg *segs, size_t nsegs, const struct nv_buf *own,
+			struct bundle_out *out)
+{
+	for (size_t i = 0; i < nsegs; i++) {
+		uint8_t *base = segs[i].ptr ? (uint8_t *)segs[i].ptr : own->ptr + segs[i].own_off;
+		struct iovec *last = out->iovcnt ? &out->iov[out->iovcnt - 1] : NULL;
+
+		if (last && (uint8_t *)last->iov_base + last->iov_len == base) {
+			last->iov_len += segs[i].len;
+		} else {
+			out->iov[out->iovcnt].iov_base = base;
+			out->iov[out->iovcnt].iov_len = segs[i].len;
+			out->iovcnt++;
+		}
+	}
+}
+
 int bundle_encode(const struct bundle_run *runs, size_t nruns,
 		  const struct bundle_enc_opts *opts, struct bundle_out *out)
 {
@@ -486,21 +561,8 @@ int bundle_encode(const struct bundle_run *runs, size_t nruns,
 		level = ZSTD_minCLevel();
 
 	/* Pass 1: validate, count chunks. */
-	for (size_t i = 0; i < nruns; i++) {
-		if (i && runs[i - 1].stream_id >= runs[i].stream_id)
-			return -EINVAL;
-		rc = run_check(&runs[i]);
-		if (rc)
-			return rc;
-		for (size_t o = 0; o < runs[i].frames_len; nchunks++) {
-			struct chunk_span c;
-
-			chunk_next(&runs[i], o, target, &c);
-			o = c.end;
-		}
-	}
-	if (nchunks > BUNDLE_ENTRIES_MAX)
-		return -E2BIG;
+	if ((rc = count_chunks(runs, nruns, target, &nchunks)))
+		return rc;
 
 	rc = -ENOMEM;
 	priv = calloc(1, sizeof(*priv));
@@ -523,42 +585,15 @@ int bundle_encode(const struct bundle_run *runs, size_t nruns,
 
 		for (size_t o = 0; o < r->frames_len; k++) {
 			struct bundle_entry *e = &ents[k];
-			struct enc_seg *s = &segs[nsegs++];
 			struct chunk_span c;
-			const uint8_t *raw;
-			size_t rawlen, clen = 0, own_off = priv->own.len;
 
 			chunk_next(r, o, target, &c);
-			raw = r->frames + c.off;
-			rawlen = c.end - c.off;
-			rc = 0;
-			if (cc) {
-				rc = chunk_compress(cc, level, raw, rawlen,
-						    &priv->own, &clen);
-				if (rc < 0)
-					goto fail;
-			}
-			e->stream_id = r->stream_id;
 			e->first_seq = seq;
 			e->first_byte = byte;
 			e->chunk_off = off;
-			e->max_ts = c.max_ts;
-			e->nrec = c.nrec;
-			e->raw_len = (uint32_t)rawlen;
-			if (rc == 1) {
-				e->codec = BUNDLE_ZSTD;
-				e->comp_len = (uint32_t)clen;
-				e->crc = nv_crc32c(0, priv->own.ptr + own_off, clen);
-				s->ptr = NULL;
-				s->own_off = own_off;
-				s->len = clen;
-			} else {
-				e->codec = BUNDLE_RAW;
-				e->comp_len = (uint32_t)rawlen;
-				e->crc = nv_crc32c(0, raw, rawlen);
-				s->ptr = raw;
-				s->len = rawlen;
-			}
+			rc = encode_chunk(cc, level, r, &c, e, &segs[nsegs++], &priv->own);
+			if (rc < 0)
+				goto fail;
 			out->raw_bytes += e->raw_len;
 			out->stored_bytes += e->comp_len;
 			off += e->comp_len;
@@ -580,20 +615,7 @@ int bundle_encode(const struct bundle_run *runs, size_t nruns,
 	segs[nsegs].len = priv->own.len - segs[nsegs].own_off;
 	nsegs++;
 
-	/* own no longer moves: resolve offsets, merge contiguous segments. */
-	for (size_t i = 0; i < nsegs; i++) {
-		uint8_t *base = segs[i].ptr ? (uint8_t *)segs[i].ptr
-					    : priv->own.ptr + segs[i].own_off;
-		struct iovec *last = out->iovcnt ? &out->iov[out->iovcnt - 1] : NULL;
-
-		if (last && (uint8_t *)last->iov_base + last->iov_len == base) {
-			last->iov_len += segs[i].len;
-		} else {
-			out->iov[out->iovcnt].iov_base = base;
-			out->iov[out->iovcnt].iov_len = segs[i].len;
-			out->iovcnt++;
-		}
-	}
+	resolve_iov(segs, nsegs, &priv->own, out);
 	out->footer_off = off;
 	out->footer_len = (uint32_t)(nchunks * BUNDLE_ENTRY_SIZE + BUNDLE_TRAILER_SIZE);
 	out->size = off + out->footer_len;
@@ -615,8 +637,7 @@ fail:
 	return rc;
 }
 
-/* ------------------------------------------------------------------ */
-/* footer decoding                                                     */
+/* ----------------------------------------------- footer decoding */
 
 int bundle_trailer_parse(const void *trailer, size_t len, uint64_t object_size,
 			 uint64_t *footer_off, uint32_t *footer_len)
@@ -780,8 +801,7 @@ int bundle_footer_stream(const struct bundle_footer *f, uint64_t stream,
 	return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* chunk decoding                                                      */
+/* ------------------------------------------------ chunk decoding */
 
 int bundle_frames_next(const uint8_t *frames, size_t len, size_t *off,
 		       struct bundle_rec *rec)

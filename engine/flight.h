@@ -22,8 +22,8 @@
  *
  *   transition            function
  *   OPEN -> SEALED        chain.c seal_locked()
- *   SEALED -> DURABLE     chain.c put_worker()
- *   DURABLE -> RELEASED   chain.c release_ready()
+ *   SEALED -> DURABLE     chain.c put_flight(), run by worker_main()
+ *   DURABLE -> RELEASED   chain.c release_ready_locked(), release_flight()
  *   SEALED/OPEN -> FAILED chain.c halt_locked()
  *   RELEASED -> freed     absorb.c after the batch commits
  */
