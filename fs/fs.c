@@ -23,7 +23,7 @@
 #include "fs/fs.h"
 #include "fs/follow.h"
 #include "fs/xattr.h"
-#include "meta/streams.h"
+#include "src/base/names.h"
 #include "src/base/log.h"
 
 #include <errno.h>
@@ -48,7 +48,7 @@
 struct fs_node {
 	uint64_t ino;
 	enum fs_node_kind kind;
-	char bucket[META_BUCKET_NAME_MAX + 1];
+	char bucket[NV_BUCKET_NAME_MAX + 1];
 	struct nv_stream *stream; /* FS_NODE_STREAM: a reference */
 	uint64_t nlookup;         /* fs->lock */
 	struct fs_node *hnext;    /* fs->lock */
@@ -64,7 +64,7 @@ struct fs_file {
 };
 
 struct fs_dirent {
-	char name[META_STREAM_NAME_MAX + 1];
+	char name[NV_STREAM_NAME_MAX + 1];
 	uint64_t ino;
 	mode_t mode;
 };
@@ -75,7 +75,7 @@ struct fs_dir {
 	struct fs_dirent *page;   /* DIR_PAGE entries */
 	uint32_t npage;
 	off_t page_off;           /* readdir offset of page[0] */
-	char cursor[META_STREAM_NAME_MAX + 1]; /* list after this name */
+	char cursor[NV_STREAM_NAME_MAX + 1]; /* list after this name */
 	bool eof;
 };
 
@@ -347,7 +347,7 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 
 struct gate_ctx {
 	struct nova_fs *fs;
-	struct star_waiter w;
+	struct gate_waiter w;
 };
 
 static void gate_interrupted(fuse_req_t req, void *data)
@@ -1304,7 +1304,7 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 		memset(&sv, 0, sizeof(sv));
 		sv.f_bsize = 4096;
 	}
-	sv.f_namemax = META_STREAM_NAME_MAX;
+	sv.f_namemax = NV_STREAM_NAME_MAX;
 	fuse_reply_statfs(req, &sv);
 }
 

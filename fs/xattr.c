@@ -6,7 +6,7 @@
  */
 #include "config.h"
 #include "fs/xattr.h"
-#include "meta/streams.h"
+#include "src/base/names.h"
 
 #include <errno.h>
 #include <jansson.h>
