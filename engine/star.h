@@ -3,10 +3,11 @@
  * the store, the metastore, the chains, the absorbs, the caches and the
  * read path together, and the namespace and data calls fs/ makes.
  *
- * For: everything fs/ asks of the engine.  fs/ never reaches a module
- * below this one directly, except through the types it returns
- * (nv_stream, reader).  Not for: FUSE, errno translation for users,
- * option parsing (src/novafs.c).
+ * For: everything fs/ asks of the engine.  fs/ never includes a module
+ * below this one; it uses the types this header's prototypes name
+ * (nv_stream, reader, meta_bucket/meta_stream rows, the gate waiter of
+ * engine/gate.h) and the shared vocabulary of src/base/names.h.  Not
+ * for: FUSE, errno translation for users, option parsing (src/novafs.c).
  *
  * Lifecycle:
  *

@@ -1,0 +1,51 @@
+/*
+ * session.h - one mount's state, shared by the files of fs/ that answer
+ * FUSE requests (fs/fs.c, fs/ns.c, fs/file.c).
+ *
+ * For: the definition of struct nova_fs, which fs/fs.h keeps opaque to
+ * src/, and fs_of(), the way from a request to it.  Not for: the follow
+ * view (fs/follow.c has its own state and never sees this one) or
+ * anything src/ calls (fs/fs.h).
+ *
+ * Locking: everything here is written before the session starts serving
+ * (nova_fs_new(), nova_fs_set_star(), nova_fs_set_session()) and only
+ * read while it serves, except the node table (its own lock, fs/node.h)
+ * and `se`, which nova_fs_set_session(fs, NULL) clears after the session
+ * loop has ended.
+ *
+ * Invariants:
+ *  1. fuse_req_userdata() of every request is the struct nova_fs.
+ *  2. star and follow outlive every request (set before the session
+ *     serves; freed after it ended).
+ */
+#ifndef NOVAFS_FS_SESSION_H
+#define NOVAFS_FS_SESSION_H
+
+#include <pthread.h>
+#include <time.h>
+
+#include "engine/star.h"
+#include "fs/fs.h"
+#include "fs/handle.h"
+#include "fs/node.h"
+
+struct follow;
+
+struct nova_fs {
+	struct fs_cfg cfg;
+	char *data_dir;               /* owned: for statfs (fs/ns.c) */
+	struct star *star;            /* borrowed until nova_fs_free() */
+	struct fuse_session *se;      /* borrowed; NULL: no invalidations */
+	struct fs_nodes nodes;        /* the node table (fs/node.h) */
+	struct follow *follow;        /* the follow view's worker (fs/follow.h) */
+	pthread_key_t bufkey;         /* per-thread read buffer (fs/file.c) */
+	struct timespec started;      /* the root's times */
+};
+
+/* The mount a request belongs to (invariant 1). */
+static inline struct nova_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+#endif
