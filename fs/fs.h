@@ -33,21 +33,12 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <stdint.h>
-#include <sys/types.h>
+
+#include "fs/cfg.h"
 
 struct nova_fs;
 struct nv_stream;
 struct star;
-
-struct fs_cfg {
-	double attr_timeout;  /* seconds the kernel may cache attributes */
-	double entry_timeout; /* seconds the kernel may cache names */
-	unsigned max_write;   /* bytes per write request (one record) */
-	unsigned max_readahead; /* bytes of kernel readahead; 0: the kernel's */
-	uid_t uid;            /* owner shown for every node */
-	gid_t gid;
-	const char *data_dir; /* for statfs; copied */
-};
 
 /* Create the translation layer (before the star, whose ack hook it is).
  * cfg is copied.  0 and *out (caller owns; nova_fs_free()), -ENOMEM. */

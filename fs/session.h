@@ -3,7 +3,8 @@
  * FUSE requests (fs/fs.c, fs/ns.c, fs/file.c).
  *
  * For: the definition of struct nova_fs, which fs/fs.h keeps opaque to
- * src/, and fs_of(), the way from a request to it.  Not for: the follow
+ * src/, and fs_of(), the way from a request to it.  (It includes
+ * fs/cfg.h, not fs/fs.h: fs/fs.c includes the handlers' headers.)  Not for: the follow
  * view (fs/follow.c has its own state and never sees this one) or
  * anything src/ calls (fs/fs.h).
  *
@@ -25,7 +26,7 @@
 #include <time.h>
 
 #include "engine/star.h"
-#include "fs/fs.h"
+#include "fs/cfg.h"
 #include "fs/handle.h"
 #include "fs/node.h"
 
