@@ -91,13 +91,11 @@ void fs_file_discard(struct fuse_file_info *fi)
 void fs_file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct nova_fs *fs = fs_of(req);
-	struct fs_node *n = fs_node_find(&fs->nodes, ino);
+	struct fs_node *n = fs_node_or_stale(req, ino);
 	int rc;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!n)
+		return; /* replied ESTALE */
 	if (n->kind == FS_NODE_FOLLOW_STREAM) {
 		struct follow_file *ff;
 
@@ -192,7 +190,7 @@ void fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		atomic_fetch_or(&f->stream->user_flags, SF_CACHED);
 	/* Fill the whole request across tiers (fs.h): a short read is the
 	 * end of the stream. */
-	rc = fs_read_fill(fs->star, f->stream, f->reader, (uint64_t)off, buf, size, &done);
+	rc = fs_handle_read(fs->star, f->stream, f->reader, (uint64_t)off, buf, size, &done);
 	/* An error fails the whole request, even after some pages: a short
 	 * reply means end-of-file to the kernel (it would shrink its i_size
 	 * and cache zeros), so partial data here would be silently wrong. */

@@ -164,7 +164,7 @@ static void attempt(struct follow *fw, struct parked *p)
 				return;
 			}
 			/* What is there, up to the request (a short read is fine). */
-			rc = fs_read_fill(fw->st, s, p->ff->reader, (uint64_t)p->off, buf, p->size,
+			rc = fs_handle_read(fw->st, s, p->ff->reader, (uint64_t)p->off, buf, p->size,
 					  &done);
 			/* As fs/file.c: an error fails the request (a short answer
 			 * would be taken for data that is not there). */

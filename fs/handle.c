@@ -22,7 +22,7 @@ int nova_fs_errno(int rc)
 	}
 }
 
-int fs_read_fill(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
+int fs_handle_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
 		 void *buf, size_t size, size_t *done)
 {
 	uint8_t *dst = buf;

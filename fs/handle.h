@@ -61,7 +61,7 @@ int nova_fs_errno(int engine_rc);
  * end.  rd may be NULL.  *done is how many bytes were read, also on
  * error.  0, or the first page's error (engine errors, -EIO).
  */
-int fs_read_fill(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
+int fs_handle_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
 		 void *buf, size_t size, size_t *done) __attribute__((warn_unused_result));
 
 #endif

@@ -184,14 +184,12 @@ static int gate(fuse_req_t req, struct nova_fs *fs)
 void fs_ns_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct nova_fs *fs = fs_of(req);
-	struct fs_node *p = fs_node_find(&fs->nodes, parent);
+	struct fs_node *p = fs_node_or_stale(req, parent);
 	struct stat st;
 	int rc;
 
-	if (!p) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!p)
+		return; /* replied ESTALE */
 	if (p->kind == FS_NODE_ROOT && !strcmp(name, ".follow")) {
 		node_stat(fs, &fs->nodes.follow_root, &st);
 		reply_entry(req, fs, &st);
@@ -206,8 +204,8 @@ void fs_ns_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			return;
 		}
 		ino = (FS_INO_BASE + b.id) | (follow ? FS_INO_FOLLOW_BIT : 0);
-		if (!fs_node_remember(&fs->nodes, ino, follow ? FS_NODE_FOLLOW_BUCKET : FS_NODE_BUCKET, name,
-				   NULL)) {
+		if (!fs_node_remember(&fs->nodes, ino,
+				      follow ? FS_NODE_FOLLOW_BUCKET : FS_NODE_BUCKET, name, NULL)) {
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
@@ -246,7 +244,8 @@ void fs_ns_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			return;
 		}
 		stat_stream(fs, s, &st);
-		if (!fs_node_remember(&fs->nodes, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket, s)) {
+		if (!fs_node_remember(&fs->nodes, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket,
+				      s)) {
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
@@ -272,14 +271,12 @@ void fs_ns_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f
 void fs_ns_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct nova_fs *fs = fs_of(req);
-	struct fs_node *n = fs_node_find(&fs->nodes, ino);
+	struct fs_node *n = fs_node_or_stale(req, ino);
 	struct stat st;
 	int rc;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!n)
+		return; /* replied ESTALE */
 	rc = node_stat(fs, n, &st);
 	if (rc)
 		fuse_reply_err(req, nova_fs_errno(rc));
@@ -293,14 +290,12 @@ void fs_ns_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		   struct fuse_file_info *fi)
 {
 	struct nova_fs *fs = fs_of(req);
-	struct fs_node *n = fs_node_find(&fs->nodes, ino);
+	struct fs_node *n = fs_node_or_stale(req, ino);
 	struct stat st;
 	int rc;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!n)
+		return; /* replied ESTALE */
 	rc = node_stat(fs, n, &st);
 	if (rc) {
 		fuse_reply_err(req, nova_fs_errno(rc));
@@ -437,16 +432,14 @@ void fs_ns_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		  struct fuse_file_info *fi)
 {
 	struct nova_fs *fs = fs_of(req);
-	struct fs_node *p = fs_node_find(&fs->nodes, parent);
+	struct fs_node *p = fs_node_or_stale(req, parent);
 	struct fuse_entry_param e;
 	struct nv_stream *s;
 	struct fs_node *n;
 	int rc;
 
-	if (!p) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!p)
+		return; /* replied ESTALE */
 	if (p->kind != FS_NODE_BUCKET || !S_ISREG(mode)) {
 		/* Streams live in buckets; the follow view is read-only. */
 		fuse_reply_err(req, fs_node_is_follow(p) ? EROFS : EPERM);
@@ -528,14 +521,11 @@ struct fs_dir {
 
 void fs_ns_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct nova_fs *fs = fs_of(req);
-	struct fs_node *n = fs_node_find(&fs->nodes, ino);
+	struct fs_node *n = fs_node_or_stale(req, ino);
 	struct fs_dir *d;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!n)
+		return; /* replied ESTALE */
 	if (n->kind == FS_NODE_STREAM || n->kind == FS_NODE_FOLLOW_STREAM) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
@@ -701,21 +691,26 @@ static void reply_value(fuse_req_t req, size_t size, const struct nv_buf *v)
 		fuse_reply_buf(req, (const char *)v->ptr, v->len);
 }
 
-void fs_ns_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+/* Bounds of what getxattr/listxattr build: a value (user.nova.layout of a
+ * long stream is the big one) and the name list (the kernel's
+ * XATTR_LIST_MAX). */
+#define XATTR_VALUE_CAP (1u << 24)
+#define XATTR_LIST_CAP 65536u
+
+/* getxattr of name, or listxattr when name is NULL: one reply. */
+static void xattr_query(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct nova_fs *fs = fs_of(req);
-	struct fs_node *n = fs_node_find(&fs->nodes, ino);
+	struct fs_node *n = fs_node_or_stale(req, ino);
 	struct fs_xattr_target t;
 	struct nv_buf v;
 	int rc;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!n)
+		return; /* replied ESTALE */
 	xattr_target(n, &t);
-	nv_buf_init(&v, 1u << 24);
-	rc = fs_xattr_get(fs->star, &t, name, &v);
+	nv_buf_init(&v, name ? XATTR_VALUE_CAP : XATTR_LIST_CAP);
+	rc = name ? fs_xattr_get(fs->star, &t, name, &v) : fs_xattr_list(&t, &v);
 	if (rc)
 		fuse_reply_err(req, nova_fs_errno(rc));
 	else
@@ -723,40 +718,26 @@ void fs_ns_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 	nv_buf_free(&v);
 }
 
+void fs_ns_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	xattr_query(req, ino, name, size);
+}
+
 void fs_ns_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct nova_fs *fs = fs_of(req);
-	struct fs_node *n = fs_node_find(&fs->nodes, ino);
-	struct fs_xattr_target t;
-	struct nv_buf v;
-	int rc;
-
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
-	xattr_target(n, &t);
-	nv_buf_init(&v, 65536);
-	rc = fs_xattr_list(&t, &v);
-	if (rc)
-		fuse_reply_err(req, nova_fs_errno(rc));
-	else
-		reply_value(req, size, &v);
-	nv_buf_free(&v);
+	xattr_query(req, ino, NULL, size);
 }
 
 void fs_ns_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags)
 {
 	struct nova_fs *fs = fs_of(req);
-	struct fs_node *n = fs_node_find(&fs->nodes, ino);
+	struct fs_node *n = fs_node_or_stale(req, ino);
 	struct fs_xattr_target t;
 	int rc;
 
-	if (!n) {
-		fuse_reply_err(req, ESTALE);
-		return;
-	}
+	if (!n)
+		return; /* replied ESTALE */
 	if (fs_node_is_follow(n)) {
 		fuse_reply_err(req, EROFS);
 		return;

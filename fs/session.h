@@ -3,10 +3,11 @@
  * FUSE requests (fs/fs.c, fs/ns.c, fs/file.c).
  *
  * For: the definition of struct nova_fs, which fs/fs.h keeps opaque to
- * src/, and fs_of(), the way from a request to it.  (It includes
- * fs/cfg.h, not fs/fs.h: fs/fs.c includes the handlers' headers.)  Not for: the follow
- * view (fs/follow.c has its own state and never sees this one) or
- * anything src/ calls (fs/fs.h).
+ * src/; fs_of(), the way from a request to it; fs_node_or_stale(), the
+ * node of an inode or the ESTALE reply.  It includes fs/cfg.h, not
+ * fs/fs.h, because fs/fs.c includes the handlers' headers.  Not for: the
+ * follow view (fs/follow.c has its own state and never sees this one)
+ * or anything src/ calls (fs/fs.h).
  *
  * Locking: everything here is written before the session starts serving
  * (nova_fs_new(), nova_fs_set_star(), nova_fs_set_session()) and only
@@ -22,6 +23,7 @@
 #ifndef NOVAFS_FS_SESSION_H
 #define NOVAFS_FS_SESSION_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -47,6 +49,17 @@ struct nova_fs {
 static inline struct nova_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* The node of ino (borrowed, fs/node.h invariant 1), or NULL after
+ * replying ESTALE to req: then that was the request's one reply. */
+static inline struct fs_node *fs_node_or_stale(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs_node *n = fs_node_find(&fs_of(req)->nodes, ino);
+
+	if (!n)
+		fuse_reply_err(req, ESTALE);
+	return n;
 }
 
 #endif
