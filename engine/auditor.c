@@ -45,7 +45,7 @@ bool auditor_gate_is_open(struct auditor *a)
 	return o;
 }
 
-int auditor_gate_wait(struct auditor *a, struct auditor_waiter *w)
+int auditor_gate_wait(struct auditor *a, struct gate_waiter *w)
 {
 	int rc = 0;
 
@@ -58,7 +58,7 @@ int auditor_gate_wait(struct auditor *a, struct auditor_waiter *w)
 	return rc;
 }
 
-void auditor_gate_cancel(struct auditor *a, struct auditor_waiter *w)
+void auditor_gate_cancel(struct auditor *a, struct gate_waiter *w)
 {
 	pthread_mutex_lock(&a->lock);
 	w->cancelled = true;

@@ -30,10 +30,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/gate.h"
 #include "engine/recover.h"
 #include "engine/settle.h"
 #include "engine/trim.h"
-#include "meta/streams.h"
+#include "src/base/names.h"
 
 struct auditor;
 
@@ -67,14 +68,13 @@ void auditor_report_halt(struct auditor *a, unsigned cls, uint64_t epoch);
 /* Wake the janitor now. */
 void auditor_nudge(struct auditor *a);
 
-/* The gate.  A waiter is cancelled from another thread (a FUSE
- * interrupt); the wait then returns -EINTR.  0 once open. */
-struct auditor_waiter {
-	bool cancelled;
-};
+/* The gate.  A waiter (engine/gate.h; borrowed for the call, may be NULL
+ * for a wait nobody cancels) is cancelled from another thread (a FUSE
+ * interrupt); the wait then returns -EINTR, or -ESHUTDOWN once the
+ * auditor stops.  0 once open. */
 bool auditor_gate_is_open(struct auditor *a);
-int auditor_gate_wait(struct auditor *a, struct auditor_waiter *w)
+int auditor_gate_wait(struct auditor *a, struct gate_waiter *w)
 	__attribute__((warn_unused_result));
-void auditor_gate_cancel(struct auditor *a, struct auditor_waiter *w);
+void auditor_gate_cancel(struct auditor *a, struct gate_waiter *w);
 
 #endif

@@ -612,42 +612,11 @@ int star_close(struct star *st)
 	return first;
 }
 
-/* ------------------------------------------------------------ names */
-
-int star_bucket_name_check(const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n == 0 || name[0] == '.')
-		return -EINVAL;
-	if (n > META_BUCKET_NAME_MAX)
-		return -ENAMETOOLONG;
-	for (size_t i = 0; i < n; i++) {
-		char ch = name[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-			return -EINVAL;
-	}
-	return 0;
-}
-
-int star_stream_name_check(const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n == 0 || name[0] == '.' || strchr(name, '/'))
-		return -EINVAL;
-	if (n > META_STREAM_NAME_MAX)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 /* ------------------------------------------------------------ buckets */
 
 int star_bucket_create(struct star *st, const char *name, struct meta_bucket *out)
 {
-	int rc = star_bucket_name_check(name);
+	int rc = nv_bucket_name_check(name);
 
 	if (rc)
 		return rc;
@@ -747,7 +716,7 @@ int star_stream_create(struct star *st, const char *bucket, const char *name,
 		       struct nv_stream **out)
 {
 	struct meta_stream ms;
-	int rc = star_stream_name_check(name);
+	int rc = nv_stream_name_check(name);
 
 	if (rc)
 		return rc;
@@ -759,11 +728,11 @@ int star_stream_create(struct star *st, const char *bucket, const char *name,
 	return load_stream(st, &ms, out);
 }
 
-int star_gate_wait(struct star *st, struct star_waiter *w)
+int star_gate_wait(struct star *st, struct gate_waiter *w)
 {
 	if (!st->auditor || auditor_gate_is_open(st->auditor))
 		return 0;
-	return auditor_gate_wait(st->auditor, w ? &w->aw : NULL);
+	return auditor_gate_wait(st->auditor, w);
 }
 
 bool star_gate_is_open(struct star *st)
@@ -771,10 +740,10 @@ bool star_gate_is_open(struct star *st)
 	return !st->auditor || auditor_gate_is_open(st->auditor);
 }
 
-void star_gate_cancel(struct star *st, struct star_waiter *w)
+void star_gate_cancel(struct star *st, struct gate_waiter *w)
 {
 	if (st->auditor)
-		auditor_gate_cancel(st->auditor, &w->aw);
+		auditor_gate_cancel(st->auditor, w);
 }
 
 int star_stream_lookup(struct star *st, const char *bucket, const char *name,

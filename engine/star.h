@@ -3,10 +3,11 @@
  * the store, the metastore, the chains, the absorbs, the caches and the
  * read path together, and the namespace and data calls fs/ makes.
  *
- * For: everything fs/ asks of the engine.  fs/ never reaches a module
- * below this one directly, except through the types it returns
- * (nv_stream, reader).  Not for: FUSE, errno translation for users,
- * option parsing (src/novafs.c).
+ * For: everything fs/ asks of the engine.  fs/ never includes a module
+ * below this one; it uses the types this header's prototypes name
+ * (nv_stream, reader, meta_bucket/meta_stream rows, the gate waiter of
+ * engine/gate.h) and the shared vocabulary of src/base/names.h.  Not
+ * for: FUSE, errno translation for users, option parsing (src/novafs.c).
  *
  * Lifecycle:
  *
@@ -34,13 +35,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/auditor.h"
+#include "engine/gate.h"
 #include "engine/flight.h"
 #include "engine/read.h"
 #include "engine/stats.h"
 #include "engine/stream.h"
 #include "engine/store/store.h"
 #include "meta/streams.h"
+#include "src/base/names.h"
 
 struct star;
 
@@ -111,14 +113,8 @@ struct star_gauges {
 };
 void star_get_gauges(struct star *st, struct star_gauges *g);
 
-/* ------------------------------------------------------------ names */
-
-/* 0 when a bucket name is valid: 1..63 of [A-Za-z0-9._-], not starting
- * with '.'; else -EINVAL (-ENAMETOOLONG when too long). */
-int star_bucket_name_check(const char *name) __attribute__((warn_unused_result));
-/* 0 when a stream name is valid: 1..255 bytes, no '/', not starting with
- * '.'; else -EINVAL or -ENAMETOOLONG. */
-int star_stream_name_check(const char *name) __attribute__((warn_unused_result));
+/* Bucket and stream names are checked by the rules of
+ * src/base/names.h (nv_bucket_name_check(), nv_stream_name_check()). */
 
 /* ------------------------------------------------------------ buckets */
 
@@ -136,14 +132,12 @@ int star_bucket_set_class(struct star *st, const char *name, unsigned cls)
 /* ------------------------------------------------------------ the gate */
 
 /* Stream loads wait until every earlier epoch is settled (invariant 2).
- * A waiter can be cancelled from another thread (a FUSE interrupt):
+ * A waiter (engine/gate.h: the caller's, zeroed, borrowed for the call)
+ * can be cancelled from another thread (a FUSE interrupt):
  * star_gate_wait() then returns -EINTR.  w may be NULL (not cancellable). */
-struct star_waiter {
-	struct auditor_waiter aw;
-};
-int star_gate_wait(struct star *st, struct star_waiter *w) __attribute__((warn_unused_result));
+int star_gate_wait(struct star *st, struct gate_waiter *w) __attribute__((warn_unused_result));
 bool star_gate_is_open(struct star *st);
-void star_gate_cancel(struct star *st, struct star_waiter *w);
+void star_gate_cancel(struct star *st, struct gate_waiter *w);
 
 /* ------------------------------------------------------------ streams */
 

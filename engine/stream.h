@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #include "engine/wake.h"
-#include "meta/streams.h"
+#include "src/base/names.h"
 
 struct stream_table;
 
@@ -61,8 +61,8 @@ struct stream_pend {
 struct nv_stream {
 	/* Immutable once the stream is in the table. */
 	uint64_t id;
-	char bucket[META_BUCKET_NAME_MAX + 1];
-	char name[META_STREAM_NAME_MAX + 1];
+	char bucket[NV_BUCKET_NAME_MAX + 1];
+	char name[NV_STREAM_NAME_MAX + 1];
 	uint64_t created_ns;
 	struct stream_table *table;
 

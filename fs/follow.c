@@ -25,7 +25,7 @@
  */
 #include "config.h"
 #include "fs/follow.h"
-#include "fs/fs.h"
+#include "fs/handle.h"
 #include "src/base/log.h"
 
 #include <errno.h>
@@ -38,7 +38,7 @@
 #include <string.h>
 
 struct follow_file {
-	int kind;                 /* FS_FILE_FOLLOW: must stay first (fs.c) */
+	int kind;                 /* FS_FILE_FOLLOW: must stay first (fs/handle.h) */
 	atomic_int refs;          /* the kernel's handle + parked reads */
 	struct nv_stream *stream; /* a reference */
 	struct reader *reader;
@@ -156,25 +156,17 @@ static void attempt(struct follow *fw, struct parked *p)
 		pthread_mutex_unlock(&s->lock);
 		if ((uint64_t)p->off < acked) {
 			uint8_t *buf = malloc(p->size);
-			size_t done = 0;
-			int rc = 0;
+			size_t done;
+			int rc;
 
 			if (!buf) {
 				reply_err(p, ENOMEM);
 				return;
 			}
 			/* What is there, up to the request (a short read is fine). */
-			while (done < p->size) {
-				enum read_tier tier;
-				size_t got;
-
-				rc = star_read(fw->st, s, p->ff->reader, (uint64_t)p->off + done,
-					       buf + done, p->size - done, &got, &tier);
-				if (rc || got == 0)
-					break;
-				done += got;
-			}
-			/* As fs.c: an error fails the request (a short answer
+			rc = fs_handle_read(fw->st, s, p->ff->reader, (uint64_t)p->off, buf, p->size,
+					  &done);
+			/* As fs/file.c: an error fails the request (a short answer
 			 * would be taken for data that is not there). */
 			if (rc) {
 				free(buf);

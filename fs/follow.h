@@ -12,7 +12,7 @@
  * select() and epoll report readability through FUSE poll
  * notifications.  Reads below the end return what is there (short reads
  * are normal here, as on a pipe).  Not for: the namespace of the view
- * (fs/fs.c) or reading itself (engine/read.h).
+ * (fs/ns.c) or reading itself (engine/read.h).
  *
  * Readability for poll() is judged at the handle's position: where its
  * last read ended (followers read sequentially).

@@ -1,17 +1,21 @@
 /*
- * fs.h - the FUSE face of novafs: low-level operations that translate
- * filesystem requests into engine calls (engine/star.h) and engine
- * errors into errnos.  No engine logic lives here.
+ * fs.h - the FUSE face of novafs, as src/ sees it: create the translation
+ * layer, hand it the engine and the session, get the one operations
+ * table, stop and free it.
+ *
+ * For: src/novafs.c.  The operations translate filesystem requests into
+ * engine calls (engine/star.h) and engine errors into errnos; no engine
+ * logic lives in fs/.  Not for: the operations themselves (the node
+ * table fs/node.c, the namespace fs/ns.c, open files fs/file.c, the
+ * follow view fs/follow.c, the xattrs fs/xattr.c; what they share is in
+ * fs/handle.h and fs/session.h).
  *
  * The namespace (DESIGN.md section 5):
  *   /                  directory; its entries are buckets
  *   /BUCKET            directory; its entries are streams
  *   /BUCKET/STREAM     regular file: an append-only stream
  *   /.follow/...       the read-only follow view of the same (fs/follow.h)
- *
- * Inode numbers: 1 is the root, 2 is .follow; a bucket or a stream has
- * FS_INO_BASE + its id (ids are never reused, so generation is always
- * 1), and its follow-view mirror that number with FS_INO_FOLLOW_BIT set.
+ * (inode numbering: fs/handle.h).
  *
  * Invariants:
  *  1. Exactly one reply per request; a write is replied to from the
@@ -29,42 +33,29 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <stdint.h>
-#include <sys/types.h>
 
-#include "engine/star.h"
-
-#define FS_INO_BASE 16u
-#define FS_INO_FOLLOW 2u               /* MOUNT/.follow */
-#define FS_INO_FOLLOW_BIT (1ull << 62) /* a follow-view mirror of an inode */
-
-/* What an open file handle is (the first int of every handle). */
-enum { FS_FILE_PLAIN = 1, FS_FILE_FOLLOW = 2 };
+#include "fs/cfg.h"
 
 struct nova_fs;
-
-struct fs_cfg {
-	double attr_timeout;  /* seconds the kernel may cache attributes */
-	double entry_timeout; /* seconds the kernel may cache names */
-	unsigned max_write;   /* bytes per write request (one record) */
-	unsigned max_readahead; /* bytes of kernel readahead; 0: the kernel's */
-	uid_t uid;            /* owner shown for every node */
-	gid_t gid;
-	const char *data_dir; /* for statfs */
-};
+struct nv_stream;
+struct star;
 
 /* Create the translation layer (before the star, whose ack hook it is).
- * 0 and *out, -ENOMEM. */
+ * cfg is copied.  0 and *out (caller owns; nova_fs_free()), -ENOMEM. */
 int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
 	__attribute__((warn_unused_result));
 
-/* Attach the engine (borrowed until nova_fs_free()) and the session. */
+/* Attach the engine (borrowed until nova_fs_free()) and start the follow
+ * view (if it cannot start, its reads fail; logged). */
 void nova_fs_set_star(struct nova_fs *fs, struct star *st);
+/* Attach the session (borrowed; NULL detaches it once the loop ended). */
 void nova_fs_set_session(struct nova_fs *fs, struct fuse_session *se);
 
 /* The operations table (one const table for the whole program). */
 const struct fuse_lowlevel_ops *nova_fs_ops(void);
 
-/* The star's ack hook (star_cfg.acked); arg is the nova_fs. */
+/* The star's ack hook (star_cfg.acked); arg is the nova_fs, s borrowed
+ * for the call (fs/file.c keeps invariant 2 here). */
 void nova_fs_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
 
 /* Once the session loop has ended, before the engine closes: answer the
@@ -79,8 +70,5 @@ uint64_t nova_fs_quiesce(struct nova_fs *fs);
 
 /* Free; every FUSE request must be finished.  NULL is a no-op. */
 void nova_fs_free(struct nova_fs *fs);
-
-/* Map an engine error to the errno a user sees (positive). */
-int nova_fs_errno(int engine_rc);
 
 #endif

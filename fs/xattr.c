@@ -6,7 +6,7 @@
  */
 #include "config.h"
 #include "fs/xattr.h"
-#include "meta/streams.h"
+#include "src/base/names.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -146,7 +146,7 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 			return nv_buf_printf(out, "%llu", (unsigned long long)star_epoch(st, cls));
 		return -ENODATA;
 	}
-	default: /* fs.c maps follow-view nodes to these kinds */
+	default: /* fs/ns.c maps follow-view nodes to these kinds */
 		return -ENODATA;
 	}
 }

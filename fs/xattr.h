@@ -3,11 +3,17 @@
  *
  * For: reading engine state and administering it from getfattr and
  * setfattr.  Per stream: seq, frontier, settled, trim (writable), class
- * (writable while empty), epoch, layout (JSON); on a bucket: class (the default for new streams); on the root:
- * stats (a JSON document).  Anything else under user.nova. is unknown
- * (ENODATA to read, ENOTSUP to write); other namespaces are not stored
- * (ENODATA / ENOTSUP).  Not for: the FUSE plumbing of size probes
- * (fs/fs.c).
+ * (writable while empty), epoch, layout (JSON); on a bucket: class (the
+ * default for new streams); on the root: stats (a JSON document).
+ * Anything else under user.nova. is unknown (ENODATA to read, ENOTSUP to
+ * write); other namespaces are not stored (ENODATA / ENOTSUP).  Not for:
+ * the FUSE plumbing (size probes, ERANGE, the follow view's EROFS:
+ * fs/ns.c), so this file links without libfuse (tests/fuzz/fuzz_xattr.c).
+ *
+ * Invariants:
+ *  1. fs_xattr_get() and fs_xattr_list() change no state.
+ *  2. Every value is computed from the engine at the call (nothing is
+ *     cached here), so two reads may differ while appends run.
  */
 #ifndef NOVAFS_FS_XATTR_H
 #define NOVAFS_FS_XATTR_H
@@ -15,16 +21,8 @@
 #include <stddef.h>
 
 #include "engine/star.h"
+#include "fs/handle.h"
 #include "src/base/buf.h"
-
-enum fs_node_kind {
-	FS_NODE_ROOT,
-	FS_NODE_BUCKET,
-	FS_NODE_STREAM,
-	FS_NODE_FOLLOW_ROOT,   /* MOUNT/.follow */
-	FS_NODE_FOLLOW_BUCKET, /* MOUNT/.follow/BUCKET */
-	FS_NODE_FOLLOW_STREAM, /* MOUNT/.follow/BUCKET/STREAM */
-};
 
 /* What an xattr call is about (borrowed for the call). */
 struct fs_xattr_target {

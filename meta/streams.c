@@ -22,31 +22,6 @@
 #define ROW_V1 1
 #define CAS_RETRIES 64
 
-const char *nv_class_name(unsigned cls)
-{
-	switch (cls) {
-	case NV_CLASS_STANDARD: return "standard";
-	case NV_CLASS_EXPRESS: return "express";
-	default: return "?";
-	}
-}
-
-int nv_class_parse(const char *s, size_t n, unsigned *cls)
-{
-	/* Accept a trailing newline: `setfattr -v` values often carry one. */
-	while (n && (s[n - 1] == '\n' || s[n - 1] == 0))
-		n--;
-	if (n == 8 && !memcmp(s, "standard", 8)) {
-		*cls = NV_CLASS_STANDARD;
-		return 0;
-	}
-	if (n == 7 && !memcmp(s, "express", 7)) {
-		*cls = NV_CLASS_EXPRESS;
-		return 0;
-	}
-	return -EINVAL;
-}
-
 /* ---------------------------------------------------------------- codecs */
 
 int meta_bucket_encode(const struct meta_bucket *b, struct nv_buf *out)

@@ -32,16 +32,12 @@
 #include <stdint.h>
 
 #include "meta/kv.h"
+#include "src/base/names.h"
 
-enum nv_class { NV_CLASS_STANDARD = 0, NV_CLASS_EXPRESS = 1, NV_CLASS_COUNT = 2 };
-
-/* "standard"/"express"; "?" otherwise. */
-const char *nv_class_name(unsigned cls);
-/* 0 and *cls for "standard"/"express", else -EINVAL. */
-int nv_class_parse(const char *s, size_t n, unsigned *cls) __attribute__((warn_unused_result));
-
-#define META_BUCKET_NAME_MAX 63
-#define META_STREAM_NAME_MAX 255
+/* Classes and name limits are the shared vocabulary (src/base/names.h);
+ * the row buffers below are sized by it. */
+#define META_BUCKET_NAME_MAX NV_BUCKET_NAME_MAX
+#define META_STREAM_NAME_MAX NV_STREAM_NAME_MAX
 
 struct meta_bucket {
 	char name[META_BUCKET_NAME_MAX + 1];

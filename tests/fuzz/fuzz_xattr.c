@@ -9,7 +9,7 @@
  * the parsers are checked end to end without an engine.
  *
  * Input: u8 sel | rest.
- *   sel & 3   node kind: root, bucket, stream (fs.c maps the follow view
+ *   sel & 3   node kind: root, bucket, stream (fs/ns.c maps the follow view
  *             onto these three before calling fs_xattr_set)
  *   sel >> 2  attribute name from names[] below; the last index takes the
  *             name from the input, up to its first NUL
