@@ -46,7 +46,8 @@ void *u64map_get(const struct u64map *m, uint64_t key);
 /*
  * Store val (not NULL; the caller keeps ownership) under key, replacing
  * any value there.  0, or -ENOMEM when the map had to grow and could not
- * (nothing changed, invariant 2).
+ * (nothing changed, invariant 2).  Replacing the value of a key already
+ * present never allocates and always returns 0.
  */
 int u64map_put(struct u64map *m, uint64_t key, void *val)
 	__attribute__((warn_unused_result));
