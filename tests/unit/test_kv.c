@@ -1,5 +1,6 @@
 /*
- * test_kv.c - unit tests for meta/kv.c (with its CAS helper kv_cas_run()) and meta/sqlite.c.
+ * test_kv.c - unit tests for meta/kv.c (with its CAS helper kv_cas_run())
+ * and meta/sqlite.c.
  *
  * Every case runs against a real SQLite database in a fresh mkdtemp()
  * directory (fixture), so durability pragmas, WAL and the reader pool are
