@@ -103,6 +103,7 @@ struct rcache *rcache_new(uint64_t budget)
 
 static void lru_unlink(struct rcache *rc, struct rc_entry *e)
 {
+	NV_ASSERT_LOCKED(&rc->lock);
 	if (e->lru_prev)
 		e->lru_prev->lru_next = e->lru_next;
 	else
@@ -116,6 +117,7 @@ static void lru_unlink(struct rcache *rc, struct rc_entry *e)
 
 static void lru_push(struct rcache *rc, struct rc_entry *e)
 {
+	NV_ASSERT_LOCKED(&rc->lock);
 	e->lru_prev = NULL;
 	e->lru_next = rc->mru;
 	if (rc->mru)

@@ -7,6 +7,12 @@
  * function (*_build) that re-reads and re-decides, so "already exists"
  * and "gone meanwhile" come out as -EEXIST / -ENOENT, never as a lost
  * update.
+ *
+ * Size: a little over the house's ~900 lines, because bucket rows, stream
+ * rows and the reclaim queue share the row buffers (struct rowbufs), the
+ * id counter and the name-row reads; splitting the bucket rows into their
+ * own module needs those in a shared internal header, left for the issue's
+ * split of meta/ (other branches move the class vocabulary out of here).
  */
 #include "config.h"
 #include "meta/streams.h"
