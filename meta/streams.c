@@ -176,6 +176,17 @@ static void rb_free(struct rowbufs *b)
 	nv_buf_free(&b->v3);
 }
 
+/* kv_cas_run() with the row buffers b (inside arg) set up around it. */
+static int rows_cas(struct kv *kv, const struct kv_cas *how, void *arg, struct rowbufs *b)
+{
+	int rc;
+
+	rb_init(b);
+	rc = kv_cas_run(kv, how, arg, NULL);
+	rb_free(b);
+	return rc;
+}
+
 /* Read the id counter: *next is the id to hand out, *ver its version (0
  * when the counter was never written; ids start at 1). */
 static int id_counter_read(struct kv *kv, struct nv_buf *k, struct nv_buf *v,
@@ -286,11 +297,9 @@ int meta_bucket_create(struct kv *kv, const char *name, unsigned default_class,
 
 	if (strlen(name) > META_BUCKET_NAME_MAX || default_class >= NV_CLASS_COUNT)
 		return -EINVAL;
-	rb_init(&a.b);
-	rc = kv_cas_run(kv, &how, &a, NULL);
+	rc = rows_cas(kv, &how, &a, &a.b);
 	if (!rc && out)
 		*out = a.bk;
-	rb_free(&a.b);
 	return rc;
 }
 
@@ -350,14 +359,10 @@ int meta_bucket_delete(struct kv *kv, const char *name)
 		.attempts = CAS_RETRIES,
 	};
 	struct bucket_arg a = { .name = name };
-	int rc;
 
 	if (strlen(name) > META_BUCKET_NAME_MAX)
 		return -ENOENT;
-	rb_init(&a.b);
-	rc = kv_cas_run(kv, &how, &a, NULL);
-	rb_free(&a.b);
-	return rc;
+	return rows_cas(kv, &how, &a, &a.b);
 }
 
 static int bucket_set_class_build(void *arg, struct kv *kv, struct kv_txn *t)
@@ -391,16 +396,12 @@ int meta_bucket_set_class(struct kv *kv, const char *name, unsigned cls)
 		.attempts = CAS_RETRIES,
 	};
 	struct bucket_arg a = { .name = name, .cls = cls };
-	int rc;
 
 	if (cls >= NV_CLASS_COUNT)
 		return -EINVAL;
 	if (strlen(name) > META_BUCKET_NAME_MAX)
 		return -ENOENT;
-	rb_init(&a.b);
-	rc = kv_cas_run(kv, &how, &a, NULL);
-	rb_free(&a.b);
-	return rc;
+	return rows_cas(kv, &how, &a, &a.b);
 }
 
 #define BUCKET_PAGE 64
@@ -635,11 +636,9 @@ int meta_stream_create(struct kv *kv, const char *bucket, const char *name,
 		return -ENAMETOOLONG;
 	if (cls >= NV_CLASS_COUNT)
 		return -EINVAL;
-	rb_init(&a.b);
-	rc = kv_cas_run(kv, &how, &a, NULL);
+	rc = rows_cas(kv, &how, &a, &a.b);
 	if (!rc && out)
 		*out = a.s;
-	rb_free(&a.b);
 	return rc;
 }
 
@@ -721,12 +720,8 @@ static int stream_update(struct kv *kv, uint64_t id,
 	};
 	struct stream_update_arg a = { .id = id, .mutate = mutate, .arg = arg,
 				       .drop_name = drop_name, .now_ns = now_ns };
-	int rc;
 
-	rb_init(&a.b);
-	rc = kv_cas_run(kv, &how, &a, NULL);
-	rb_free(&a.b);
-	return rc;
+	return rows_cas(kv, &how, &a, &a.b);
 }
 
 int meta_stream_delete(struct kv *kv, uint64_t id, uint64_t now_ns)

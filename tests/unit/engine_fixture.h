@@ -1,6 +1,6 @@
 /*
  * engine_fixture.h - the shared harness of the engine unit tests
- * (test_chain, test_absorb, test_read).
+ * (test_chain, test_absorb, test_read, test_stream).
  *
  * For: building, in a fresh mkdtemp() directory, what engine/star.c
  * builds for one class: a SQLite metastore, a fake object store

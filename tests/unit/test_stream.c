@@ -10,16 +10,16 @@
  * searches (by seq and by byte) answer at every boundary: before the
  * first run, at a run's first and last position, in a gap between runs,
  * at and past the end; stream_load() builds an empty stream from its row
- * and returns the loaded one on a second call.
+ * and returns the loaded one on a second call (over the engine fixture's
+ * metastore, tests/unit/engine_fixture.h).
  */
 #include "config.h"
 #include "engine/stream.h"
 #include "meta/kv.h"
 #include "meta/streams.h"
+#include "tests/unit/engine_fixture.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -274,45 +273,16 @@ static void test_stream_pend_search_gaps(void **state)
 
 /* ------------------------------------------------------------ loading */
 
-static void rm_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	while (d && (de = readdir(d))) {
-		char p[PATH_MAX * 2];
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		unlink(p);
-	}
-	if (d)
-		closedir(d);
-	rmdir(dir);
-}
-
 static void test_stream_load_from_row(void **state)
 {
-	char dir[PATH_MAX], url[PATH_MAX + 32];
-	const char *tmp = getenv("TMPDIR");
-	struct stream_table *t = stream_table_new();
-	struct meta_bucket bk;
+	struct efx *f = *state;
 	struct meta_stream ms;
 	struct nv_stream *s, *again;
-	struct kv *kv;
 
-	(void)state;
-	assert_non_null(t);
-	snprintf(dir, sizeof(dir), "%s/novafs-stream-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	assert_non_null(mkdtemp(dir));
-	snprintf(url, sizeof(url), "sqlite:%s/meta.db", dir);
-	assert_int_equal(kv_open(url, &kv), 0);
-	assert_int_equal(meta_bucket_create(kv, "b", NV_CLASS_STANDARD, &bk), 0);
-	assert_int_equal(meta_stream_create(kv, "b", "s", -1, 12345, &ms), 0);
-	assert_int_equal(stream_load(t, kv, &ms, &s), 0);
+	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "s", -1, 12345, &ms), 0);
+	assert_int_equal(stream_load(f->table, f->kv, &ms, &s), 0);
 	assert_int_equal(s->id, ms.id);
-	assert_string_equal(s->bucket, "b");
+	assert_string_equal(s->bucket, EFX_BUCKET);
 	assert_string_equal(s->name, "s");
 	assert_int_equal(s->cls, NV_CLASS_STANDARD);
 	assert_false(s->deleted);
@@ -321,15 +291,12 @@ static void test_stream_load_from_row(void **state)
 	assert_int_equal(s->open_flight_gen, UINT64_MAX);
 	assert_int_equal(atomic_load(&s->mtime_ns), 12345);
 	/* Loaded once: the second load is a find. */
-	assert_int_equal(stream_load(t, kv, &ms, &again), 0);
+	assert_int_equal(stream_load(f->table, f->kv, &ms, &again), 0);
 	assert_ptr_equal(again, s);
-	assert_int_equal(stream_table_count(t), 1);
+	assert_int_equal(stream_table_count(f->table), 1);
 	stream_put(again);
 	stream_put(s);
-	assert_int_equal(stream_table_count(t), 0);
-	stream_table_free(t);
-	kv_close(kv);
-	rm_dir(dir);
+	assert_int_equal(stream_table_count(f->table), 0);
 }
 
 int main(void)
@@ -339,7 +306,7 @@ int main(void)
 		cmocka_unit_test(test_stream_table_grow_and_each),
 		cmocka_unit_test(test_stream_pend_push_pop_wrap),
 		cmocka_unit_test(test_stream_pend_search_gaps),
-		cmocka_unit_test(test_stream_load_from_row),
+		cmocka_unit_test_setup_teardown(test_stream_load_from_row, efx_setup, efx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

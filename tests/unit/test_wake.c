@@ -62,6 +62,15 @@ static void tw_init(struct tw *t, struct wake *wk)
 	atomic_init(&t->fired, 0);
 }
 
+/* Initialise n test waiters and park each with a fresh capture. */
+static void park_all(struct wake *wk, struct tw *t, int n)
+{
+	for (int i = 0; i < n; i++) {
+		tw_init(&t[i], wk);
+		assert_int_equal(wake_park(wk, wake_capture(wk), &t[i].w), 0);
+	}
+}
+
 static void test_wake_close_fires_each_once(void **state)
 {
 	struct wake wk;
@@ -69,10 +78,7 @@ static void test_wake_close_fires_each_once(void **state)
 
 	(void)state;
 	wake_init(&wk);
-	for (int i = 0; i < 3; i++) {
-		tw_init(&t[i], &wk);
-		assert_int_equal(wake_park(&wk, wake_capture(&wk), &t[i].w), 0);
-	}
+	park_all(&wk, t, 3);
 	assert_int_equal(wake_parked(&wk), 3);
 	assert_int_equal(wake_close(&wk), 3);
 	assert_int_equal(wake_parked(&wk), 0);
@@ -176,10 +182,7 @@ static void test_wake_unpark_before_close(void **state)
 
 	(void)state;
 	wake_init(&wk);
-	for (int i = 0; i < 3; i++) {
-		tw_init(&t[i], &wk);
-		assert_int_equal(wake_park(&wk, wake_capture(&wk), &t[i].w), 0);
-	}
+	park_all(&wk, t, 3);
 	/* Take back the middle one, then the head (the last parked). */
 	assert_true(wake_unpark(&wk, &t[1].w));
 	assert_false(wake_unpark(&wk, &t[1].w));
