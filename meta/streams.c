@@ -176,6 +176,14 @@ static void rb_free(struct rowbufs *b)
 	nv_buf_free(&b->v3);
 }
 
+/* Read bucket name's row into b->v (its key in b->k), *ver its version. */
+static int bucket_row_read(struct kv *kv, struct rowbufs *b, const char *name, uint64_t *ver)
+{
+	int rc = key_bucket(&b->k, name);
+
+	return rc ? rc : kv_get(kv, b->k.ptr, b->k.len, &b->v, ver);
+}
+
 /* kv_cas_run() with the row buffers b (inside arg) set up around it. */
 static int rows_cas(struct kv *kv, const struct kv_cas *how, void *arg, struct rowbufs *b)
 {
@@ -328,9 +336,7 @@ static int bucket_delete_build(void *arg, struct kv *kv, struct kv_txn *t)
 	uint64_t ver;
 	int rc;
 
-	rc = key_bucket(&b->k, a->name);
-	if (!rc)
-		rc = kv_get(kv, b->k.ptr, b->k.len, &b->v, &ver);
+	rc = bucket_row_read(kv, b, a->name, &ver);
 	if (!rc)
 		rc = key_stream_names_of(&b->k2, a->name);
 	if (!rc) {
@@ -373,9 +379,7 @@ static int bucket_set_class_build(void *arg, struct kv *kv, struct kv_txn *t)
 	uint64_t ver;
 	int rc;
 
-	rc = key_bucket(&b->k, a->name);
-	if (!rc)
-		rc = kv_get(kv, b->k.ptr, b->k.len, &b->v, &ver);
+	rc = bucket_row_read(kv, b, a->name, &ver);
 	if (!rc)
 		rc = meta_bucket_decode(b->v.ptr, b->v.len, a->name, &bk);
 	if (rc)
@@ -571,9 +575,7 @@ static int stream_create_build(void *arg, struct kv *kv, struct kv_txn *t)
 
 	/* The bucket row: must exist; rewriting it bumps its version so a
 	 * concurrent rmdir's compare fails (invariant 3). */
-	rc = key_bucket(&b->k, a->bucket);
-	if (!rc)
-		rc = kv_get(kv, b->k.ptr, b->k.len, &b->v, &bver);
+	rc = bucket_row_read(kv, b, a->bucket, &bver);
 	if (!rc)
 		rc = meta_bucket_decode(b->v.ptr, b->v.len, a->bucket, &bk);
 	if (!rc)
