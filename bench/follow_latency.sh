@@ -97,7 +97,7 @@ fol_kill() {
 	kill -TERM "${FOL[@]}" 2> /dev/null || true
 	local p
 	for p in "${FOL[@]}"; do
-		wait_pid_exit "$p" 5 || kill -9 "$p" 2> /dev/null || true
+		nv_wait_pid_exit "$p" 5 || kill -9 "$p" 2> /dev/null || true
 		wait "$p" 2> /dev/null || true
 	done
 	FOL=()
@@ -158,7 +158,7 @@ lat_run() {
 		--size "$REC_SIZE" --interval-ms "$iv" --out "$w/w")
 	c1=$(cpu_snap)
 	s1=$(nova_stats)
-	wait_pid_exit "$rp" 30 || say "latency: the follower is still running 30 s after the writer ended"
+	nv_wait_pid_exit "$rp" 30 || say "latency: the follower is still running 30 s after the writer ended"
 	kill -INT "$rp" 2> /dev/null || true
 	wait "$rp" || rc=$?
 	bg_forget "$rp"
@@ -233,11 +233,11 @@ part_tail() {
 		--size "$REC_SIZE" --interval-ms "$TAIL_INTERVAL_MS" --out "$w/tail.w" > /dev/null
 	# The pollers need up to ~1 s after the last append (2 s: a loaded box).
 	for rp in "${rpids[@]}"; do
-		wait_pid_exit "$rp" 5 || true
+		nv_wait_pid_exit "$rp" 5 || true
 	done
 	fol_kill # the producers: EOF to any reader still waiting
 	for rp in "${rpids[@]}"; do
-		wait_pid_exit "$rp" 10 || kill -INT "$rp" 2> /dev/null || true
+		nv_wait_pid_exit "$rp" 10 || kill -INT "$rp" 2> /dev/null || true
 		wait "$rp" || true # a short count shows in its log line
 	done
 	bg_forget "${rpids[@]}"

@@ -37,6 +37,11 @@
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT_DIR=$(cd "$BENCH_DIR/.." && pwd)
 : "${NOVAFS:=$ROOT_DIR/src/novafs}"
+# Daemon start/await/stop and the process and mount checks, shared with
+# the integration tests: nv_pid_alive, nv_wait_pid_exit, nv_is_mounted,
+# nv_daemon_*.
+# shellcheck source=tests/lib/daemon.sh
+. "$ROOT_DIR/tests/lib/daemon.sh"
 : "${BENCH_TMPDIR:=/var/tmp}"
 : "${NOVA_OPTS:=}"
 : "${RESULTS_FILE:=}"
@@ -51,7 +56,7 @@ B_TMP=
 MNT=
 DATA=
 LOG=
-NV_PID=       # the running daemon, empty when none
+NV_PID=       # the running daemon, empty when none (tests/lib/daemon.sh)
 B_BG=()       # helper PIDs (perf, strace, writers) the EXIT trap kills
 B_DAEMONS=()  # every daemon PID started
 B_RMDIRS=()   # extra temp dirs (e.g. on /dev/shm) the EXIT trap removes
@@ -96,58 +101,39 @@ median() {
 
 # ---------------------------------------------------------------- processes
 
-pid_alive() {
-	local st
-	[ -n "$1" ] && [ -r "/proc/$1/status" ] || return 1
-	st=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
-
-wait_pid_exit() {
-	local pid=$1 n=$(( ${2:-10} * 20 ))
-	while pid_alive "$pid"; do
-		((n-- > 0)) || return 1
-		sleep 0.05
-	done
-}
-
-is_mounted() {
-	[ -n "$1" ] && awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo
-}
-
 bench_cleanup() {
 	local rc=$? p
 	set +e
 	trap - ERR
 	trap '' INT TERM
 	for p in "${B_BG[@]}"; do
-		pid_alive "$p" && kill -INT "$p" 2>/dev/null
+		nv_pid_alive "$p" && kill -INT "$p" 2>/dev/null
 	done
 	for p in "${B_BG[@]}"; do
-		wait_pid_exit "$p" 5 || kill -9 "$p" 2>/dev/null
+		nv_wait_pid_exit "$p" 5 || kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
-	if is_mounted "$MNT"; then
+	if nv_is_mounted "$MNT"; then
 		timeout 60 fusermount3 -u "$MNT" 2>/dev/null ||
 			timeout 10 fusermount3 -uz "$MNT" 2>/dev/null ||
 			timeout 10 umount -l "$MNT" 2>/dev/null
 	fi
 	for p in "${B_DAEMONS[@]}"; do
-		if ! wait_pid_exit "$p" 60; then
+		if ! nv_wait_pid_exit "$p" 60; then
 			say "daemon $p still running at exit; kill -9"
 			kill -9 "$p" 2>/dev/null
-			wait_pid_exit "$p" 10
+			nv_wait_pid_exit "$p" 10
 		fi
 		wait "$p" 2>/dev/null
 	done
-	if is_mounted "$MNT"; then
+	if nv_is_mounted "$MNT"; then
 		fusermount3 -uz "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
 	fi
 	for p in "${B_RMDIRS[@]}"; do
 		[ -n "$p" ] && [ -d "$p" ] && rm -rf "$p"
 	done
 	if [ -n "$B_TMP" ] && [ -d "$B_TMP" ]; then
-		if is_mounted "$MNT"; then
+		if nv_is_mounted "$MNT"; then
 			say "WARNING: $MNT is still mounted; leaving $B_TMP"
 		elif [ "$BENCH_KEEP" = 1 ]; then
 			say "kept $B_TMP"
@@ -196,39 +182,31 @@ need_space() {
 # nova_start [OPTS]: mount with data_dir=$DATA, the settlement deferral
 # (DEFER_SETTLE=1), $NOVA_OPTS, OPTS (later options win).
 nova_start() {
-	local defer='' n=600 rc opts
+	local defer='' rc=0 opts
 	[ "$DEFER_SETTLE" = 1 ] && defer=$SETTLE_DEFER_OPTS
 	opts="data_dir=$DATA${defer:+,$defer}${NOVA_OPTS:+,$NOVA_OPTS}${1:+,$1}"
 	[ -z "$NV_PID" ] || die "nova_start: daemon $NV_PID is already running"
 	printf '==== %s start -o %s\n' "$(date +%T.%N)" "$opts" >> "$LOG"
-	"$NOVAFS" -f -o "$opts" "$MNT" >> "$LOG" 2>&1 &
-	NV_PID=$!
+	nv_daemon_spawn "$MNT" "$LOG" "$opts"
 	B_DAEMONS+=("$NV_PID")
-	until mountpoint -q "$MNT"; do
-		if ! pid_alive "$NV_PID"; then
-			rc=0
-			wait "$NV_PID" || rc=$?
-			NV_PID=
-			tail -20 "$LOG" >&2
-			die "daemon exited with status $rc before mounting"
-		fi
-		((n-- > 0)) || die "daemon did not mount within 30 s"
-		sleep 0.05
-	done
+	nv_daemon_await_mount "$MNT" 30 || rc=$?
+	case $rc in
+	0) ;;
+	1)
+		nv_daemon_reap
+		tail -20 "$LOG" >&2
+		die "daemon exited with status $NV_DAEMON_RC before mounting"
+		;;
+	*) die "daemon did not mount within 30 s" ;;
+	esac
 }
 
 # nova_stop: clean unmount, wait for the daemon to exit with status 0.
 nova_stop() {
-	local n=100 rc=0
 	[ -n "$NV_PID" ] || return 0
-	until fusermount3 -u "$MNT" 2>/dev/null; do
-		((n-- > 0)) || die "fusermount3 -u $MNT keeps failing"
-		sleep 0.1
-	done
-	wait_pid_exit "$NV_PID" 120 || die "daemon $NV_PID did not exit after unmount"
-	wait "$NV_PID" || rc=$?
-	((rc == 0)) || die "daemon exited with status $rc"
-	NV_PID=
+	nv_daemon_unmount "$MNT" 100 || die "fusermount3 -u $MNT keeps failing"
+	nv_daemon_wait_exit 120 || die "daemon $NV_PID did not exit after unmount"
+	((NV_DAEMON_RC == 0)) || die "daemon exited with status $NV_DAEMON_RC"
 }
 
 nova_restart() {
@@ -332,7 +310,7 @@ prof_start() {
 
 prof_stop() {
 	kill -INT "$PROF_PID" 2>/dev/null || true
-	wait_pid_exit "$PROF_PID" 60 || kill -9 "$PROF_PID" 2>/dev/null || true
+	nv_wait_pid_exit "$PROF_PID" 60 || kill -9 "$PROF_PID" 2>/dev/null || true
 	wait "$PROF_PID" 2>/dev/null || true
 	PROF_PID=
 	case $PROF_KIND in

@@ -1,13 +1,14 @@
 /*
  * fetch.c - see fetch.h.
  *
- * Files are named by a counter (keys may be long); a small table maps
- * keys to files.  fc->lock guards the table and the byte count; copying
+ * Files are named by a counter (keys may be long); a list maps keys to
+ * files (find_locked()).  fc->lock guards the table and the byte count; copying
  * an object happens outside it, into a temporary name renamed when done.
  */
 #include "config.h"
 #include "engine/fetch.h"
 #include "engine/bundle.h"
+#include "src/base/lockcheck.h"
 #include "src/base/log.h"
 
 #include <dirent.h>
@@ -85,8 +86,12 @@ int fetch_cache_new(struct store *st, const char *dir, uint64_t budget,
 	return 0;
 }
 
+/* The cached file of key, or NULL.  Caller holds fc->lock.  A list: a
+ * settle era warms a bounded handful of bundles, and the key is a string
+ * (not a u64), so the u64 map does not apply. */
 static struct fc_file *find_locked(struct fetch_cache *fc, const char *key)
 {
+	NV_ASSERT_LOCKED(&fc->lock);
 	for (struct fc_file *f = fc->files; f; f = f->next)
 		if (!strcmp(f->key, key))
 			return f;

@@ -7,9 +7,11 @@
  * local disk.  Not for: serving reads (engine/read.c has its own cache).
  *
  * Invariants:
- *  1. bytes (the sum of cached file sizes) stays within the budget; an
- *     object that does not fit after evicting every unpinned file is not
- *     cached (-ENOBUFS) and the caller reads it from the store.
+ *  1. bytes (the sum of cached file sizes and of copies in progress)
+ *     stays within the budget: a copy reserves each chunk before it GETs
+ *     it, and an object that does not fit is not cached (-ENOBUFS; the
+ *     caller reads it from the store).  Nothing is evicted: the settle
+ *     job empties the cache at the end of each era (fetch_cache_clear()).
  *  2. A cached file is the whole object (read by ranged GETs until one
  *     comes back short, without a HEAD) and a whole bundle (its trailer
  *     and footer verify) before it is visible; partial files never are.

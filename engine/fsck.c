@@ -2,7 +2,10 @@
  * fsck.c - see fsck.h.
  *
  * Memory: one entry per (slot, stream) pair below the checkpoints, to
- * match footers against refs; everything else is streamed.
+ * match footers against refs; everything else is streamed.  Pairs are
+ * found through a u64 map (src/base/u64map.h) from a digest of the whole
+ * pair to the first pair with that digest; pairs whose digests collide
+ * are chained behind it through hnext.
  */
 #include "config.h"
 #include "engine/fsck.h"
@@ -14,6 +17,7 @@
 #include "meta/markers.h"
 #include "meta/refs.h"
 #include "meta/streams.h"
+#include "src/base/u64map.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,8 +29,8 @@
 struct pair {
 	uint64_t epoch, slot, stream;
 	uint8_t cls;
-	uint8_t used;
 	uint8_t covered;
+	struct pair *hnext; /* the next pair with the same digest */
 	char star[META_STAR_MAX + 1];
 	uint64_t first_seq, end_seq; /* the stream's records in the slot */
 };
@@ -45,9 +49,11 @@ struct fsck {
 	struct fsck_summary *sum;
 	struct meta_chain *chains;
 	size_t nchains, cap;
-	struct pair *pairs;
-	size_t npairs, pcap; /* open addressing; pcap a power of two */
+	struct u64map *pairs; /* digest -> first struct pair (owned, as the chain) */
 };
+
+/* Initial size of the pair map (it grows by doubling). */
+#define FSCK_PAIRS_HINT 512
 
 static void say(struct fsck *f, bool violation, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -83,52 +89,60 @@ static uint64_t pair_hash(unsigned cls, const char *star, uint64_t epoch, uint64
 	return h ^ (h >> 31);
 }
 
+/* The pair, or with add a new one when missing.  NULL when absent (or,
+ * with add, on ENOMEM). */
 static struct pair *pair_find(struct fsck *f, unsigned cls, const char *star, uint64_t epoch,
 			      uint64_t slot, uint64_t stream, bool add)
 {
-	uint64_t h;
-	size_t i;
+	uint64_t h = pair_hash(cls, star, epoch, slot, stream);
+	struct pair *head, *p;
 
-	if (add && (f->npairs + 1) * 2 > f->pcap) {
-		size_t ncap = f->pcap ? f->pcap * 2 : 1024;
-		struct pair *np = calloc(ncap, sizeof(*np));
-
-		if (!np)
+	if (!f->pairs) {
+		if (!add)
 			return NULL;
-		for (size_t k = 0; k < f->pcap; k++) {
-			struct pair *p = &f->pairs[k];
-
-			if (!p->used)
-				continue;
-			i = pair_hash(p->cls, p->star, p->epoch, p->slot, p->stream) & (ncap - 1);
-			while (np[i].used)
-				i = (i + 1) & (ncap - 1);
-			np[i] = *p;
-		}
-		free(f->pairs);
-		f->pairs = np;
-		f->pcap = ncap;
+		f->pairs = u64map_new(FSCK_PAIRS_HINT);
+		if (!f->pairs)
+			return NULL;
 	}
-	if (!f->pcap)
-		return NULL;
-	h = pair_hash(cls, star, epoch, slot, stream);
-	for (i = h & (f->pcap - 1); f->pairs[i].used; i = (i + 1) & (f->pcap - 1)) {
-		struct pair *p = &f->pairs[i];
-
+	head = u64map_get(f->pairs, h);
+	for (p = head; p; p = p->hnext)
 		if (p->cls == cls && p->epoch == epoch && p->slot == slot && p->stream == stream &&
 		    !strcmp(p->star, star))
 			return p;
-	}
 	if (!add)
 		return NULL;
-	f->pairs[i].used = 1;
-	f->pairs[i].cls = (uint8_t)cls;
-	snprintf(f->pairs[i].star, sizeof(f->pairs[i].star), "%s", star);
-	f->pairs[i].epoch = epoch;
-	f->pairs[i].slot = slot;
-	f->pairs[i].stream = stream;
-	f->npairs++;
-	return &f->pairs[i];
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->cls = (uint8_t)cls;
+	snprintf(p->star, sizeof(p->star), "%s", star);
+	p->epoch = epoch;
+	p->slot = slot;
+	p->stream = stream;
+	p->hnext = head;
+	if (u64map_put(f->pairs, h, p)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* Free every pair and the map. */
+static void pairs_free(struct fsck *f)
+{
+	size_t cur = 0;
+	void *v;
+
+	if (!f->pairs)
+		return;
+	while (u64map_next(f->pairs, &cur, NULL, &v)) {
+		for (struct pair *p = v, *n; p; p = n) {
+			n = p->hnext;
+			free(p);
+		}
+	}
+	u64map_free(f->pairs);
+	f->pairs = NULL;
 }
 
 /* ------------------------------------------------------------ objects */
@@ -632,15 +646,18 @@ int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
 		rc = check_chains(&f);
 	if (!rc)
 		rc = meta_stream_list_all(kv, stream_visit, &f);
-	if (!rc) {
-		for (size_t i = 0; i < f.pcap; i++) {
-			struct pair *p = &f.pairs[i];
+	if (!rc && f.pairs) {
+		size_t cur = 0;
+		void *v;
 
-			if (p->used && !p->covered && p->end_seq > 0 && !settled_or_gone(&f, p))
-				say(&f, true, "chain %s/%s/%" PRIu64 " slot %" PRIu64 ": records %" PRIu64
-					      "..%" PRIu64 " of stream %" PRIu64 " are covered by no ref",
-				    nv_class_name(p->cls), p->star, p->epoch, p->slot, p->first_seq,
-				    p->end_seq - 1, p->stream);
+		while (u64map_next(f.pairs, &cur, NULL, &v)) {
+			for (struct pair *p = v; p; p = p->hnext)
+				if (!p->covered && p->end_seq > 0 && !settled_or_gone(&f, p))
+					say(&f, true, "chain %s/%s/%" PRIu64 " slot %" PRIu64
+						      ": records %" PRIu64 "..%" PRIu64 " of stream %" PRIu64
+						      " are covered by no ref",
+					    nv_class_name(p->cls), p->star, p->epoch, p->slot,
+					    p->first_seq, p->end_seq - 1, p->stream);
 		}
 	}
 	/* Every settled object is named by a catalog row or queued for
@@ -653,7 +670,7 @@ int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
 		free(f.objs[i].key);
 	}
 	free(f.objs);
-	free(f.pairs);
+	pairs_free(&f);
 	free(f.chains);
 	return rc;
 }

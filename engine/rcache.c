@@ -1,13 +1,19 @@
 /*
  * rcache.c - see rcache.h.
  *
- * Structure: a chained hash of entries keyed by (key, off) plus an LRU
- * list of filled entries.  One mutex guards both; one condition variable
- * wakes threads waiting for loads (loads are rare next to hits).
+ * Structure: entries keyed by (key, off) are found through a u64 map
+ * (src/base/u64map.h) from a 64-bit digest of (key, off) to the first
+ * entry with that digest; entries whose digests collide are chained
+ * behind it through hnext.  An LRU list links the filled entries.  One
+ * mutex guards both; one condition variable wakes threads waiting for
+ * loads (loads are rare next to hits).
  */
 #include "config.h"
 #include "engine/rcache.h"
+#include "src/base/lockcheck.h"
+#include "src/base/u64map.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -19,12 +25,12 @@ enum { E_LOADING, E_FILLED };
 struct rc_entry {
 	char *key;
 	uint64_t off;
-	uint64_t hash;
+	uint64_t hash;    /* digest of (key, off): the map's key */
 	int state;
 	int err;          /* E_LOADING done with an error, for waiters */
 	int waiters;
 	struct rc_blob *blob;
-	struct rc_entry *hnext;
+	struct rc_entry *hnext;               /* same digest; or the victims list */
 	struct rc_entry *lru_prev, *lru_next; /* filled entries only */
 };
 
@@ -33,8 +39,7 @@ struct rcache {
 	pthread_cond_t loaded;
 	uint64_t budget;
 	uint64_t bytes;             /* lock */
-	struct rc_entry **buckets;  /* lock */
-	size_t nbuckets, count;     /* lock */
+	struct u64map *map;         /* lock: digest -> first struct rc_entry */
 	struct rc_entry *mru, *lru; /* lock */
 };
 
@@ -69,12 +74,13 @@ static uint64_t blob_size(const struct rc_blob *b)
 	return sizeof(*b) + (uint64_t)b->nrec * 4 + b->len;
 }
 
+/* Initial size of the map (it grows by doubling). */
+#define RC_MAP_HINT 1024
+
 static uint64_t hash_of(const char *key, uint64_t off)
 {
-	uint64_t h = 1469598103934665603ULL ^ off;
+	uint64_t h = u64map_fnv_str(U64MAP_FNV_SEED ^ off, key);
 
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-		h = (h ^ *p) * 1099511628211ULL;
 	return h ^ (h >> 29);
 }
 
@@ -84,9 +90,8 @@ struct rcache *rcache_new(uint64_t budget)
 
 	if (!rc)
 		return NULL;
-	rc->nbuckets = 1024;
-	rc->buckets = calloc(rc->nbuckets, sizeof(*rc->buckets));
-	if (!rc->buckets) {
+	rc->map = u64map_new(RC_MAP_HINT);
+	if (!rc->map) {
 		free(rc);
 		return NULL;
 	}
@@ -98,6 +103,7 @@ struct rcache *rcache_new(uint64_t budget)
 
 static void lru_unlink(struct rcache *rc, struct rc_entry *e)
 {
+	NV_ASSERT_LOCKED(&rc->lock);
 	if (e->lru_prev)
 		e->lru_prev->lru_next = e->lru_next;
 	else
@@ -111,6 +117,7 @@ static void lru_unlink(struct rcache *rc, struct rc_entry *e)
 
 static void lru_push(struct rcache *rc, struct rc_entry *e)
 {
+	NV_ASSERT_LOCKED(&rc->lock);
 	e->lru_prev = NULL;
 	e->lru_next = rc->mru;
 	if (rc->mru)
@@ -120,14 +127,32 @@ static void lru_push(struct rcache *rc, struct rc_entry *e)
 		rc->lru = e;
 }
 
+/* Make e findable.  0 or -ENOMEM (the map could not grow). */
+static int hash_link(struct rcache *rc, struct rc_entry *e)
+{
+	NV_ASSERT_LOCKED(&rc->lock);
+	e->hnext = u64map_get(rc->map, e->hash);
+	return u64map_put(rc->map, e->hash, e);
+}
+
 static void hash_unlink(struct rcache *rc, struct rc_entry *e)
 {
-	struct rc_entry **pp = &rc->buckets[e->hash & (rc->nbuckets - 1)];
+	struct rc_entry *head = u64map_get(rc->map, e->hash);
 
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
-	rc->count--;
+	NV_ASSERT_LOCKED(&rc->lock);
+	if (head != e) {
+		while (head->hnext != e)
+			head = head->hnext;
+		head->hnext = e->hnext;
+	} else if (!e->hnext) {
+		u64map_remove(rc->map, e->hash);
+	} else {
+		/* Replacing a present key never allocates (u64map.h): 0. */
+		int rc_ = u64map_put(rc->map, e->hash, e->hnext);
+
+		assert(rc_ == 0);
+		(void)rc_;
+	}
 }
 
 static void entry_free(struct rc_entry *e)
@@ -141,17 +166,22 @@ void rcache_free(struct rcache *rc)
 {
 	if (!rc)
 		return;
-	for (size_t i = 0; i < rc->nbuckets; i++) {
-		struct rc_entry *e = rc->buckets[i];
+	{
+		size_t cur = 0;
+		void *v;
 
-		while (e) {
-			struct rc_entry *n = e->hnext;
+		while (u64map_next(rc->map, &cur, NULL, &v)) {
+			struct rc_entry *e = v;
 
-			entry_free(e);
-			e = n;
+			while (e) {
+				struct rc_entry *n = e->hnext;
+
+				entry_free(e);
+				e = n;
+			}
 		}
 	}
-	free(rc->buckets);
+	u64map_free(rc->map);
 	pthread_cond_destroy(&rc->loaded);
 	pthread_mutex_destroy(&rc->lock);
 	free(rc);
@@ -160,8 +190,9 @@ void rcache_free(struct rcache *rc)
 static struct rc_entry *find_locked(struct rcache *rc, const char *key, uint64_t off,
 				    uint64_t h)
 {
-	for (struct rc_entry *e = rc->buckets[h & (rc->nbuckets - 1)]; e; e = e->hnext)
-		if (e->hash == h && e->off == off && !strcmp(e->key, key))
+	NV_ASSERT_LOCKED(&rc->lock);
+	for (struct rc_entry *e = u64map_get(rc->map, h); e; e = e->hnext)
+		if (e->off == off && !strcmp(e->key, key))
 			return e;
 	return NULL;
 }
@@ -231,9 +262,11 @@ int rcache_get(struct rcache *rc, const char *key, uint64_t off, struct rc_blob 
 	e->off = off;
 	e->hash = h;
 	e->state = E_LOADING;
-	e->hnext = rc->buckets[h & (rc->nbuckets - 1)];
-	rc->buckets[h & (rc->nbuckets - 1)] = e;
-	rc->count++;
+	if (hash_link(rc, e)) {
+		pthread_mutex_unlock(&rc->lock);
+		entry_free(e);
+		return -ENOMEM;
+	}
 	pthread_mutex_unlock(&rc->lock);
 	*loading = e;
 	return 1;

@@ -9,8 +9,11 @@
  *   find cut, fence it      fence()           fence object at cut;
  *                                             row: FENCED, cut
  *   absorb [ckpt, cut)      walk()            refs; row.checkpoint; markers
- *   delete garbage >= cut   reap()            slots deleted
- *   mark settled            settle_row()      row: SETTLED
+ *   delete garbage > cut    reap()            slots deleted
+ *   mark settled            mark_settled()    row: SETTLED
+ *
+ * recover_chain() runs the four steps in this order; every store call
+ * goes through r_store() (retries of passing errors).
  */
 #include "config.h"
 #include "engine/recover.h"
@@ -49,50 +52,58 @@ static void backoff(int attempt)
 	nanosleep(&ts, NULL);
 }
 
-static int r_head(const struct recover_cfg *cfg, const char *key, uint64_t *size)
-{
-	int rc = store_head(cfg->store, key, size);
+/* The store calls recover.c makes; r_store() runs one with retries. */
+enum r_op { R_HEAD, R_GET, R_PUT, R_DELETE, R_TAIL };
 
-	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
-		backoff(i);
-		rc = store_head(cfg->store, key, size);
+struct r_call {
+	enum r_op op;
+	const char *key;                 /* all but R_DELETE */
+	uint64_t *size;                  /* R_HEAD, R_TAIL: out */
+	uint64_t off;                    /* R_GET */
+	size_t len;                      /* R_GET */
+	void *dst;                       /* R_GET: len bytes */
+	size_t *got;                     /* R_GET: out */
+	const struct iovec *iov;         /* R_PUT */
+	int iovcnt;                      /* R_PUT */
+	unsigned flags;                  /* R_PUT */
+	const char *const *keys;         /* R_DELETE */
+	size_t nkeys;                    /* R_DELETE */
+	uint64_t *foff;                  /* R_TAIL: out */
+	uint32_t *flen;                  /* R_TAIL: out */
+	uint8_t **win;                   /* R_TAIL: out, caller frees */
+	struct bundle_footer *footer;    /* R_TAIL: out */
+};
+
+static int r_once(const struct recover_cfg *cfg, const struct r_call *c)
+{
+	switch (c->op) {
+	case R_HEAD:
+		return store_head(cfg->store, c->key, c->size);
+	case R_GET:
+		return store_get_range(cfg->store, c->key, c->off, c->len, c->dst, c->got);
+	case R_PUT:
+		/* After a passing error an earlier attempt may have landed:
+		 * EEXIST then is ours, and the caller looks at what is there
+		 * anyway. */
+		return store_put(cfg->store, c->key, c->iov, c->iovcnt, c->flags);
+	case R_DELETE:
+		return store_delete(cfg->store, c->keys, c->nkeys);
+	case R_TAIL:
+		return objread_tail(cfg->store, c->key, c->size, c->foff, c->flen, c->win,
+				    c->footer);
 	}
-	return rc;
+	return -EINVAL;
 }
 
-static int r_get(const struct recover_cfg *cfg, const char *key, uint64_t off, size_t len,
-		 void *dst, size_t *got)
+/* Run c, then again after a backoff while it fails with a passing error,
+ * at most STORE_TRIES more times.  Returns the last result. */
+static int r_store(const struct recover_cfg *cfg, const struct r_call *c)
 {
-	int rc = store_get_range(cfg->store, key, off, len, dst, got);
+	int rc = r_once(cfg, c);
 
 	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
 		backoff(i);
-		rc = store_get_range(cfg->store, key, off, len, dst, got);
-	}
-	return rc;
-}
-
-static int r_put(const struct recover_cfg *cfg, const char *key, const struct iovec *iov,
-		 int iovcnt, unsigned flags)
-{
-	int rc = store_put(cfg->store, key, iov, iovcnt, flags);
-
-	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
-		backoff(i);
-		rc = store_put(cfg->store, key, iov, iovcnt, flags);
-		/* An earlier attempt may have landed: EEXIST then is ours,
-		 * and the caller looks at what is there anyway. */
-	}
-	return rc;
-}
-
-static int r_delete(const struct recover_cfg *cfg, const char *const *keys, size_t n)
-{
-	int rc = store_delete(cfg->store, keys, n);
-
-	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
-		backoff(i);
-		rc = store_delete(cfg->store, keys, n);
+		rc = r_once(cfg, c);
 	}
 	return rc;
 }
@@ -121,11 +132,9 @@ static int read_slot(const struct recover_cfg *cfg, const char *key, uint64_t sl
 	int rc;
 
 	memset(w, 0, sizeof(*w));
-	rc = objread_tail(cfg->store, key, &size, &foff, &flen, &win, &f);
-	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
-		backoff(i);
-		rc = objread_tail(cfg->store, key, &size, &foff, &flen, &win, &f);
-	}
+	rc = r_store(cfg, &(struct r_call){ .op = R_TAIL, .key = key, .size = &size,
+					    .foff = &foff, .flen = &flen, .win = &win,
+					    .footer = &f });
 	if (!rc) {
 		w->runs = calloc(f.n ? f.n : 1, sizeof(*w->runs));
 		if (!w->runs)
@@ -178,13 +187,14 @@ static int slot_kind(const struct recover_cfg *cfg, const char *key)
 	uint8_t b[CHAIN_FENCE_SIZE];
 	uint64_t size, e, c;
 	size_t got;
-	int rc = r_head(cfg, key, &size);
+	int rc = r_store(cfg, &(struct r_call){ .op = R_HEAD, .key = key, .size = &size });
 
 	if (rc)
 		return rc;
 	if (size != CHAIN_FENCE_SIZE)
 		return 0;
-	rc = r_get(cfg, key, 0, sizeof(b), b, &got);
+	rc = r_store(cfg, &(struct r_call){ .op = R_GET, .key = key, .off = 0, .len = sizeof(b),
+					    .dst = b, .got = &got });
 	if (rc)
 		return rc;
 	return chain_fence_decode(b, got, &e, &c);
@@ -220,7 +230,9 @@ static int fence(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t
 		if (rc != -ENOENT)
 			return rc;
 		chain_fence_encode(f, row->epoch, slot);
-		rc = r_put(cfg, key, &iov, 1, STORE_CREATE_ONCE | STORE_EVERYWHERE);
+		rc = r_store(cfg, &(struct r_call){ .op = R_PUT, .key = key, .iov = &iov,
+						    .iovcnt = 1,
+						    .flags = STORE_CREATE_ONCE | STORE_EVERYWHERE });
 		if (rc == -EEXIST)
 			continue; /* landed meanwhile: look again */
 		if (rc)
@@ -296,7 +308,7 @@ static int walk(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t 
 	return rc;
 }
 
-/* Step 3: slots above the cut (and its fence) were never acknowledged. */
+/* Step 3: slots above the cut (the fence's slot) were never acknowledged. */
 static int reap(const struct recover_cfg *cfg, const struct meta_chain *row)
 {
 	uint32_t win = cfg->probe_window ? cfg->probe_window : 16;
@@ -308,18 +320,26 @@ static int reap(const struct recover_cfg *cfg, const struct meta_chain *row)
 		int rc;
 
 		chain_slot_key(key, sizeof(key), row->cls, row->star, row->epoch, slot);
-		rc = r_head(cfg, key, &size);
+		rc = r_store(cfg, &(struct r_call){ .op = R_HEAD, .key = key, .size = &size });
 		if (rc == -ENOENT)
 			continue;
 		if (rc)
 			return rc;
 		nv_log(NV_INFO, NV_SUB_RECOVER, "%s: above the cut, never acknowledged: deleting",
 		       key);
-		rc = r_delete(cfg, keys, 1);
+		rc = r_store(cfg, &(struct r_call){ .op = R_DELETE, .keys = keys, .nkeys = 1 });
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+/* Step 4: FENCED -> SETTLED, one CAS of the row read at ver. */
+static int mark_settled(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t ver)
+{
+	row->state = CHAIN_SETTLED;
+	row->settled_ns = nv_now_wall_ns();
+	return meta_chain_cas(cfg->kv, row, ver);
 }
 
 int recover_chain(const struct recover_cfg *cfg, unsigned cls, const char *star,
@@ -346,11 +366,8 @@ int recover_chain(const struct recover_cfg *cfg, unsigned cls, const char *star,
 		rc = reap(cfg, &row);
 	if (!rc)
 		rc = NV_FP("recover.before_settled");
-	if (!rc) {
-		row.state = CHAIN_SETTLED;
-		row.settled_ns = nv_now_wall_ns();
-		rc = meta_chain_cas(cfg->kv, &row, ver);
-	}
+	if (!rc)
+		rc = mark_settled(cfg, &row, ver);
 	if (rc == -ECANCELED) {
 		/* Someone else moved the row: re-read; settled is success. */
 		if (meta_chain_get(cfg->kv, cls, star, epoch, &row, &ver) == 0 &&

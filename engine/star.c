@@ -652,64 +652,10 @@ int star_bucket_set_class(struct star *st, const char *name, unsigned cls)
 
 /* ------------------------------------------------------------ streams */
 
-/* Load a stream's state from its row and its last ref. */
+/* Load a stream's state from its row and its last ref (engine/stream.c). */
 static int load_stream(struct star *st, const struct meta_stream *ms, struct nv_stream **out)
 {
-	struct nv_stream *s = stream_table_find(st->streams, ms->id);
-	struct meta_ref r;
-	uint64_t end_seq = 0, end_byte = 0;
-	int rc;
-
-	if (s) {
-		*out = s;
-		return 0;
-	}
-	meta_ref_init(&r);
-	rc = meta_ref_last(st->kv, ms->id, &r);
-	if (rc == 0) {
-		end_seq = r.end_seq;
-		end_byte = r.end_byte;
-	} else if (rc == -ENOENT) {
-		/* No rows: empty, or trimmed to the end (its rows reclaimed). */
-		end_seq = ms->trim_seq;
-		end_byte = ms->trim_byte;
-	} else {
-		meta_ref_clear(&r);
-		nv_log(NV_ERR, NV_SUB_MAIN, "stream %s/%s (%llu): reading its refs failed: %s",
-		       ms->bucket, ms->name, (unsigned long long)ms->id, strerror(-rc));
-		return rc == -EBADMSG ? -EIO : rc;
-	}
-	meta_ref_clear(&r);
-	{
-		uint64_t sseq, sbyte;
-
-		rc = meta_ref_settled_end(st->kv, ms->id, &sseq, &sbyte);
-		if (rc)
-			return rc == -EBADMSG ? -EIO : rc;
-		s = stream_alloc();
-		if (!s)
-			return -ENOMEM;
-		atomic_store(&s->settled_seq, sseq);
-		atomic_store(&s->settled_byte, sbyte);
-	}
-	s->id = ms->id;
-	snprintf(s->bucket, sizeof(s->bucket), "%s", ms->bucket);
-	snprintf(s->name, sizeof(s->name), "%s", ms->name);
-	s->created_ns = ms->created_ns;
-	s->cls = ms->cls;
-	s->deleted = ms->deleted_ns != 0;
-	s->next_seq = end_seq;
-	s->next_byte = end_byte;
-	s->open_flight_gen = UINT64_MAX;
-	atomic_store(&s->acked_seq, end_seq);
-	atomic_store(&s->acked_byte, end_byte);
-	atomic_store(&s->frontier_seq, end_seq);
-	atomic_store(&s->frontier_byte, end_byte);
-	atomic_store(&s->trim_seq, ms->trim_seq);
-	atomic_store(&s->trim_byte, ms->trim_byte);
-	atomic_store(&s->mtime_ns, r.max_ts ? r.max_ts : ms->created_ns);
-	*out = stream_table_insert(st->streams, s);
-	return 0;
+	return stream_load(st->streams, st->kv, ms, out);
 }
 
 int star_stream_create(struct star *st, const char *bucket, const char *name,

@@ -1,39 +1,34 @@
 /*
  * stream.c - see stream.h.
  *
- * The table is an open hash of singly linked buckets keyed by stream id,
- * resized by doubling; t->lock guards the buckets and the count.  A
- * stream's refcount is atomic; the 1 -> 0 transition takes the table lock
- * and re-checks, because a concurrent find may have revived it.
+ * The table is a u64 map (src/base/u64map.h) from stream id to stream;
+ * t->lock guards the map.  A stream's refcount is atomic; the 1 -> 0
+ * transition takes the table lock and re-checks, because a concurrent
+ * find may have revived it.
+ *
+ * The pend ring is searched by one binary search, pend_find(), over
+ * either key (enum pend_key, as engine/bundle.c's enum probe_key).
  */
 #include "config.h"
 #include "engine/stream.h"
+#include "meta/refs.h"
+#include "src/base/lockcheck.h"
+#include "src/base/log.h"
+#include "src/base/u64map.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Initial size of the table's map (it grows by doubling). */
+#define STREAM_TABLE_HINT 32
+
 struct stream_table {
 	pthread_mutex_t lock;
-	struct nv_stream **buckets; /* lock; chained through hnext below */
-	size_t nbuckets;            /* lock; power of two */
-	size_t count;               /* lock */
+	struct u64map *map; /* lock: id -> struct nv_stream * */
 };
-
-/* Hash chain links live beside the struct to keep it public-simple. */
-struct stream_node {
-	struct nv_stream s;
-	struct stream_node *hnext;
-};
-
-static size_t hash_id(uint64_t id, size_t n)
-{
-	id ^= id >> 33;
-	id *= 0xff51afd7ed558ccdULL;
-	id ^= id >> 33;
-	return (size_t)id & (n - 1);
-}
 
 struct stream_table *stream_table_new(void)
 {
@@ -41,9 +36,8 @@ struct stream_table *stream_table_new(void)
 
 	if (!t)
 		return NULL;
-	t->nbuckets = 64;
-	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
-	if (!t->buckets) {
+	t->map = u64map_new(STREAM_TABLE_HINT);
+	if (!t->map) {
 		free(t);
 		return NULL;
 	}
@@ -51,61 +45,40 @@ struct stream_table *stream_table_new(void)
 	return t;
 }
 
-static struct stream_node *node_of(struct nv_stream *s)
-{
-	return (struct stream_node *)s;
-}
-
 static void stream_free(struct nv_stream *s)
 {
 	wake_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s->pend);
-	free(node_of(s));
+	free(s);
 }
 
 void stream_table_free(struct stream_table *t)
 {
+	size_t cur = 0;
+	void *v;
+
 	if (!t)
 		return;
 	/* At shutdown the layer above may still hold streams it can no longer
 	 * release (file handles the kernel never closed): free them. */
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		struct stream_node *n = (struct stream_node *)t->buckets[i];
-
-		while (n) {
-			struct stream_node *next = n->hnext;
-
-			stream_free(&n->s);
-			n = next;
-		}
-	}
-	free(t->buckets);
+	while (u64map_next(t->map, &cur, NULL, &v))
+		stream_free(v);
+	u64map_free(t->map);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
 
-
 struct nv_stream *stream_alloc(void)
 {
-	struct stream_node *n = calloc(1, sizeof(*n));
+	struct nv_stream *s = calloc(1, sizeof(*s));
 
-	if (!n)
+	if (!s)
 		return NULL;
-	atomic_init(&n->s.refs, 1);
-	pthread_mutex_init(&n->s.lock, NULL);
-	wake_init(&n->s.wake);
-	return &n->s;
-}
-
-
-static struct nv_stream *find_locked(struct stream_table *t, uint64_t id)
-{
-	for (struct stream_node *n = (struct stream_node *)t->buckets[hash_id(id, t->nbuckets)];
-	     n; n = n->hnext)
-		if (n->s.id == id)
-			return &n->s;
-	return NULL;
+	atomic_init(&s->refs, 1);
+	pthread_mutex_init(&s->lock, NULL);
+	wake_init(&s->wake);
+	return s;
 }
 
 struct nv_stream *stream_table_find(struct stream_table *t, uint64_t id)
@@ -113,56 +86,30 @@ struct nv_stream *stream_table_find(struct stream_table *t, uint64_t id)
 	struct nv_stream *s;
 
 	pthread_mutex_lock(&t->lock);
-	s = find_locked(t, id);
+	s = u64map_get(t->map, id);
 	if (s)
 		atomic_fetch_add(&s->refs, 1);
 	pthread_mutex_unlock(&t->lock);
 	return s;
 }
 
-static void grow_locked(struct stream_table *t)
-{
-	size_t nb = t->nbuckets * 2;
-	struct nv_stream **b = calloc(nb, sizeof(*b));
-
-	if (!b)
-		return; /* keep the longer chains */
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		struct stream_node *n = (struct stream_node *)t->buckets[i];
-
-		while (n) {
-			struct stream_node *next = n->hnext;
-			size_t h = hash_id(n->s.id, nb);
-
-			n->hnext = (struct stream_node *)b[h];
-			b[h] = &n->s;
-			n = next;
-		}
-	}
-	free(t->buckets);
-	t->buckets = b;
-	t->nbuckets = nb;
-}
-
 struct nv_stream *stream_table_insert(struct stream_table *t, struct nv_stream *s)
 {
 	struct nv_stream *old;
-	size_t h;
 
 	pthread_mutex_lock(&t->lock);
-	old = find_locked(t, s->id);
+	old = u64map_get(t->map, s->id);
 	if (old) {
 		atomic_fetch_add(&old->refs, 1);
 		pthread_mutex_unlock(&t->lock);
 		stream_free(s);
 		return old;
 	}
-	if (t->count >= t->nbuckets)
-		grow_locked(t);
-	h = hash_id(s->id, t->nbuckets);
-	node_of(s)->hnext = (struct stream_node *)t->buckets[h];
-	t->buckets[h] = s;
-	t->count++;
+	if (u64map_put(t->map, s->id, s)) {
+		pthread_mutex_unlock(&t->lock);
+		stream_free(s);
+		return NULL;
+	}
 	s->table = t;
 	pthread_mutex_unlock(&t->lock);
 	return s;
@@ -173,7 +120,7 @@ size_t stream_table_count(struct stream_table *t)
 	size_t n;
 
 	pthread_mutex_lock(&t->lock);
-	n = t->count;
+	n = u64map_count(t->map);
 	pthread_mutex_unlock(&t->lock);
 	return n;
 }
@@ -182,17 +129,19 @@ void stream_table_each(struct stream_table *t, void (*fn)(void *arg, struct nv_s
 		       void *arg)
 {
 	struct nv_stream **all;
-	size_t n = 0;
+	size_t n = 0, count, cur = 0;
+	void *v;
 
 	pthread_mutex_lock(&t->lock);
-	all = calloc(t->count ? t->count : 1, sizeof(*all));
+	count = u64map_count(t->map);
+	all = calloc(count ? count : 1, sizeof(*all));
 	if (all) {
-		for (size_t i = 0; i < t->nbuckets; i++)
-			for (struct stream_node *x = (struct stream_node *)t->buckets[i]; x;
-			     x = x->hnext) {
-				atomic_fetch_add(&x->s.refs, 1);
-				all[n++] = &x->s;
-			}
+		while (u64map_next(t->map, &cur, NULL, &v)) {
+			struct nv_stream *x = v;
+
+			atomic_fetch_add(&x->refs, 1);
+			all[n++] = x;
+		}
 	}
 	pthread_mutex_unlock(&t->lock);
 	for (size_t i = 0; i < n; i++) {
@@ -239,23 +188,15 @@ void stream_put(struct nv_stream *s)
 		pthread_mutex_unlock(&t->lock);
 		return;
 	}
-	{
-		size_t h = hash_id(s->id, t->nbuckets);
-		struct nv_stream **pp = &t->buckets[h];
-
-		while (*pp && *pp != s)
-			pp = (struct nv_stream **)&node_of(*pp)->hnext;
-		if (*pp) {
-			*pp = (struct nv_stream *)node_of(s)->hnext;
-			t->count--;
-		}
-	}
+	if (u64map_get(t->map, s->id) == s)
+		u64map_remove(t->map, s->id);
 	pthread_mutex_unlock(&t->lock);
 	stream_free(s);
 }
 
 int stream_pend_push(struct nv_stream *s, const struct stream_pend *p)
 {
+	NV_ASSERT_LOCKED(&s->lock);
 	if (s->pend_n == s->pend_cap) {
 		uint32_t ncap = s->pend_cap ? s->pend_cap * 2 : 8;
 		struct stream_pend *np = malloc(ncap * sizeof(*np));
@@ -276,6 +217,7 @@ int stream_pend_push(struct nv_stream *s, const struct stream_pend *p)
 
 void stream_pend_pop_below(struct nv_stream *s, uint64_t end_seq)
 {
+	NV_ASSERT_LOCKED(&s->lock);
 	while (s->pend_n) {
 		const struct stream_pend *p = &s->pend[s->pend_head];
 
@@ -286,53 +228,116 @@ void stream_pend_pop_below(struct nv_stream *s, uint64_t end_seq)
 	}
 }
 
-int stream_pend_find_byte(const struct nv_stream *s, uint64_t byte, struct stream_pend *out)
+/* The two positions a run covers: its records and its body bytes. */
+enum pend_key { PEND_SEQ, PEND_BYTE };
+
+static const struct stream_pend *pend_at(const struct nv_stream *s, uint32_t i)
+{
+	return &s->pend[(s->pend_head + i) % s->pend_cap];
+}
+
+/*
+ * Binary search over the ring (seq order, invariant 2; byte order
+ * follows) for the last run starting at or below pos in key k; 0 and
+ * *out when that run also covers pos, else -ENOENT.  Caller holds
+ * s->lock.
+ */
+static int pend_find(const struct nv_stream *s, enum pend_key k, uint64_t pos,
+		     struct stream_pend *out)
 {
 	uint32_t lo = 0, hi = s->pend_n;
+	const struct stream_pend *p;
 
-	/* Binary search over the ring for the last run starting <= byte. */
+	NV_ASSERT_LOCKED((pthread_mutex_t *)&s->lock);
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		const struct stream_pend *p = &s->pend[(s->pend_head + mid) % s->pend_cap];
 
-		if (p->first_byte <= byte)
+		p = pend_at(s, mid);
+		if ((k == PEND_SEQ ? p->first_seq : p->first_byte) <= pos)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (lo == 0)
 		return -ENOENT;
-	{
-		const struct stream_pend *p = &s->pend[(s->pend_head + lo - 1) % s->pend_cap];
-
-		if (byte >= p->first_byte + p->nbytes)
-			return -ENOENT;
-		*out = *p;
-	}
+	p = pend_at(s, lo - 1);
+	if (k == PEND_SEQ ? pos >= p->first_seq + p->nrec : pos >= p->first_byte + p->nbytes)
+		return -ENOENT;
+	*out = *p;
 	return 0;
+}
+
+int stream_pend_find_byte(const struct nv_stream *s, uint64_t byte, struct stream_pend *out)
+{
+	return pend_find(s, PEND_BYTE, byte, out);
 }
 
 int stream_pend_find_seq(const struct nv_stream *s, uint64_t seq, struct stream_pend *out)
 {
-	uint32_t lo = 0, hi = s->pend_n;
+	return pend_find(s, PEND_SEQ, seq, out);
+}
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		const struct stream_pend *p = &s->pend[(s->pend_head + mid) % s->pend_cap];
+/* ------------------------------------------------------------ loading */
 
-		if (p->first_seq <= seq)
-			lo = mid + 1;
-		else
-			hi = mid;
+int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream *ms,
+		struct nv_stream **out)
+{
+	struct nv_stream *s = stream_table_find(t, ms->id);
+	struct meta_ref r;
+	uint64_t end_seq = 0, end_byte = 0, sseq, sbyte;
+	int rc;
+
+	if (s) {
+		*out = s;
+		return 0;
 	}
-	if (lo == 0)
-		return -ENOENT;
-	{
-		const struct stream_pend *p = &s->pend[(s->pend_head + lo - 1) % s->pend_cap];
-
-		if (seq >= p->first_seq + p->nrec)
-			return -ENOENT;
-		*out = *p;
+	meta_ref_init(&r);
+	rc = meta_ref_last(kv, ms->id, &r);
+	if (rc == 0) {
+		end_seq = r.end_seq;
+		end_byte = r.end_byte;
+	} else if (rc == -ENOENT) {
+		/* No rows: empty, or trimmed to the end (its rows reclaimed). */
+		end_seq = ms->trim_seq;
+		end_byte = ms->trim_byte;
+	} else {
+		meta_ref_clear(&r);
+		nv_log(NV_ERR, NV_SUB_MAIN, "stream %s/%s (%llu): reading its refs failed: %s",
+		       ms->bucket, ms->name, (unsigned long long)ms->id, strerror(-rc));
+		return rc == -EBADMSG ? -EIO : rc;
 	}
+	meta_ref_clear(&r);
+	rc = meta_ref_settled_end(kv, ms->id, &sseq, &sbyte);
+	if (rc)
+		return rc == -EBADMSG ? -EIO : rc;
+	s = stream_alloc();
+	if (!s)
+		return -ENOMEM;
+	atomic_store(&s->settled_seq, sseq);
+	atomic_store(&s->settled_byte, sbyte);
+	s->id = ms->id;
+	snprintf(s->bucket, sizeof(s->bucket), "%s", ms->bucket);
+	snprintf(s->name, sizeof(s->name), "%s", ms->name);
+	s->created_ns = ms->created_ns;
+	s->cls = ms->cls;
+	s->deleted = ms->deleted_ns != 0;
+	s->next_seq = end_seq;
+	s->next_byte = end_byte;
+	s->open_flight_gen = UINT64_MAX;
+	atomic_store(&s->acked_seq, end_seq);
+	atomic_store(&s->acked_byte, end_byte);
+	atomic_store(&s->frontier_seq, end_seq);
+	atomic_store(&s->frontier_byte, end_byte);
+	atomic_store(&s->trim_seq, ms->trim_seq);
+	atomic_store(&s->trim_byte, ms->trim_byte);
+	/* The creation time.  star.c's load_stream() wrote "r.max_ts ? r.max_ts
+	 * : created_ns" after meta_ref_clear() had zeroed r, so a loaded
+	 * stream's mtime has always been its creation time; kept as is by
+	 * the refactor that moved the loading here (reported as a bug). */
+	atomic_store(&s->mtime_ns, ms->created_ns);
+	s = stream_table_insert(t, s);
+	if (!s)
+		return -ENOMEM;
+	*out = s;
 	return 0;
 }

@@ -41,6 +41,8 @@
 #include <stdint.h>
 
 #include "engine/wake.h"
+#include "meta/kv.h"
+#include "meta/streams.h"
 #include "src/base/names.h"
 
 struct stream_table;
@@ -113,7 +115,8 @@ struct nv_stream *stream_table_find(struct stream_table *t, uint64_t id);
  * Insert s (fully initialised by the caller with refs == 1, from
  * stream_alloc()) unless a stream with the same id is already there.
  * Returns the stream now in the table with a reference for the caller:
- * s itself, or the existing one (then s is freed).
+ * s itself, or the existing one (then s is freed); NULL on ENOMEM (the
+ * table could not grow; s is freed).
  */
 struct nv_stream *stream_table_insert(struct stream_table *t, struct nv_stream *s);
 
@@ -132,6 +135,15 @@ void stream_get(struct nv_stream *s);
 /* Drop a reference; the last one removes the stream from its table and
  * frees it. */
 void stream_put(struct nv_stream *s);
+
+/*
+ * Load a stream's state from its row ms and its last ref (kv borrowed),
+ * unless the table has it already: 0 and *out (a new reference), -EIO
+ * (an undecodable ref row), -ENOMEM, or the kv's error (logged).  Used
+ * by engine/star.c (load_stream()) and the unit tests' fixture.
+ */
+int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream *ms,
+		struct nv_stream **out) __attribute__((warn_unused_result));
 
 /* Push a released run (lock held).  0 or -ENOMEM. */
 int stream_pend_push(struct nv_stream *s, const struct stream_pend *p)

@@ -3,13 +3,15 @@
  *
  * Structure: every cached run is an item on one global FIFO (insertion
  * order, for eviction) and in its stream's array (seq order, for lookup).
- * Streams are found through a chained hash keyed by stream id.  One mutex
- * (tc->lock) guards all of it; a read takes a run reference under the
+ * Streams are found through a u64 map (src/base/u64map.h) keyed by stream
+ * id.  One mutex (tc->lock) guards all of it; a read takes a run reference under the
  * lock and copies outside it, so a large copy never blocks inserts.
  */
 #include "config.h"
 #include "engine/tailcache.h"
+#include "src/base/lockcheck.h"
 #include "src/base/log.h"
+#include "src/base/u64map.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -26,25 +28,21 @@ struct tc_stream {
 	uint64_t id;
 	struct tc_item **items; /* seq order; [head, head+n) of a ring */
 	uint32_t head, n, cap;
-	struct tc_stream *hnext;
 };
+
+/* Initial size of the stream map (it grows by doubling). */
+#define TC_STREAMS_HINT 128
+/* Evicted runs an insert collects before it drops the lock to unref them. */
+#define TC_VICTIMS 64
 
 struct tailcache {
 	pthread_mutex_t lock;
 	uint64_t budget;             /* immutable */
 	uint64_t bytes;              /* lock */
 	struct tc_item *oldest, *newest; /* lock */
-	struct tc_stream **buckets;  /* lock */
-	size_t nbuckets, nstreams;   /* lock */
+	struct u64map *streams;      /* lock: id -> struct tc_stream * */
 	struct nv_stats *stats;
 };
-
-static size_t hash_id(uint64_t id, size_t n)
-{
-	id ^= id >> 31;
-	id *= 0x9e3779b97f4a7c15ULL;
-	return (size_t)(id >> 17) & (n - 1);
-}
 
 struct tailcache *tailcache_new(uint64_t budget, struct nv_stats *stats)
 {
@@ -52,9 +50,8 @@ struct tailcache *tailcache_new(uint64_t budget, struct nv_stats *stats)
 
 	if (!tc)
 		return NULL;
-	tc->nbuckets = 256;
-	tc->buckets = calloc(tc->nbuckets, sizeof(*tc->buckets));
-	if (!tc->buckets) {
+	tc->streams = u64map_new(TC_STREAMS_HINT);
+	if (!tc->streams) {
 		free(tc);
 		return NULL;
 	}
@@ -66,20 +63,13 @@ struct tailcache *tailcache_new(uint64_t budget, struct nv_stats *stats)
 
 static struct tc_stream *find_locked(struct tailcache *tc, uint64_t id)
 {
-	for (struct tc_stream *s = tc->buckets[hash_id(id, tc->nbuckets)]; s; s = s->hnext)
-		if (s->id == id)
-			return s;
-	return NULL;
+	NV_ASSERT_LOCKED(&tc->lock);
+	return u64map_get(tc->streams, id);
 }
 
 static void unlink_stream_locked(struct tailcache *tc, struct tc_stream *st)
 {
-	struct tc_stream **pp = &tc->buckets[hash_id(st->id, tc->nbuckets)];
-
-	while (*pp != st)
-		pp = &(*pp)->hnext;
-	*pp = st->hnext;
-	tc->nstreams--;
+	u64map_remove(tc->streams, st->id);
 	free(st->items);
 	free(st);
 }
@@ -112,19 +102,22 @@ void tailcache_free(struct tailcache *tc)
 
 		rbuf_unref(drop_item_locked(tc, it));
 	}
-	for (size_t i = 0; i < tc->nbuckets; i++) {
-		while (tc->buckets[i])
-			unlink_stream_locked(tc, tc->buckets[i]);
+	{
+		size_t cur = 0;
+		void *v;
+
+		while (u64map_next(tc->streams, &cur, NULL, &v))
+			unlink_stream_locked(tc, v);
 	}
-	free(tc->buckets);
+	u64map_free(tc->streams);
 	pthread_mutex_destroy(&tc->lock);
 	free(tc);
 }
 
+/* The stream's entry, made when missing.  NULL on ENOMEM. */
 static struct tc_stream *get_stream_locked(struct tailcache *tc, uint64_t id)
 {
 	struct tc_stream *st = find_locked(tc, id);
-	size_t h;
 
 	if (st)
 		return st;
@@ -132,31 +125,9 @@ static struct tc_stream *get_stream_locked(struct tailcache *tc, uint64_t id)
 	if (!st)
 		return NULL;
 	st->id = id;
-	h = hash_id(id, tc->nbuckets);
-	st->hnext = tc->buckets[h];
-	tc->buckets[h] = st;
-	tc->nstreams++;
-	if (tc->nstreams > tc->nbuckets) {
-		size_t nb = tc->nbuckets * 2;
-		struct tc_stream **b = calloc(nb, sizeof(*b));
-
-		if (b) {
-			for (size_t i = 0; i < tc->nbuckets; i++) {
-				struct tc_stream *s = tc->buckets[i];
-
-				while (s) {
-					struct tc_stream *next = s->hnext;
-					size_t hh = hash_id(s->id, nb);
-
-					s->hnext = b[hh];
-					b[hh] = s;
-					s = next;
-				}
-			}
-			free(tc->buckets);
-			tc->buckets = b;
-			tc->nbuckets = nb;
-		}
+	if (u64map_put(tc->streams, id, st)) {
+		free(st);
+		return NULL;
 	}
 	return st;
 }
@@ -188,6 +159,7 @@ static struct run_buf *evict_one_locked(struct tailcache *tc)
 	struct tc_stream *st = it->st;
 	struct run_buf *rb;
 
+	NV_ASSERT_LOCKED(&tc->lock);
 	/* Invariant 3: the oldest item of the cache is its stream's oldest. */
 	st->head = (st->head + 1) % st->cap;
 	st->n--;
@@ -202,7 +174,7 @@ static struct run_buf *evict_one_locked(struct tailcache *tc)
 void tailcache_insert_flight(struct tailcache *tc, const struct flight *f)
 {
 	uint64_t need = 0;
-	struct run_buf *victims[64];
+	struct run_buf *victims[TC_VICTIMS];
 	int nv = 0;
 
 	for (uint32_t i = 0; i < f->nruns; i++)
@@ -229,7 +201,7 @@ void tailcache_insert_flight(struct tailcache *tc, const struct flight *f)
 			continue;
 		while (tc->bytes + rbuf_mem(rb) > tc->budget && tc->oldest) {
 			victims[nv++] = evict_one_locked(tc);
-			if (nv == 64) {
+			if (nv == TC_VICTIMS) {
 				pthread_mutex_unlock(&tc->lock);
 				while (nv)
 					rbuf_unref(victims[--nv]);

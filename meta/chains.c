@@ -184,50 +184,62 @@ int meta_mint_head(struct kv *kv, unsigned cls, const char *star, uint64_t *head
 	return mint_read(kv, cls, star, head, &ver);
 }
 
+/* Attempts of meta_chain_mint() against concurrent minters. */
+#define MINT_RETRIES 64
+
+struct mint_arg {
+	unsigned cls;
+	const char *star;
+	uint64_t now_ns;
+	struct meta_chain c;
+};
+
+static int mint_build(void *arg, struct kv *kv, struct kv_txn *t)
+{
+	struct mint_arg *a = arg;
+	struct meta_chain *c = &a->c;
+	uint64_t head, hver;
+	struct nv_buf k;
+	uint8_t val[8];
+	int rc = mint_read(kv, a->cls, a->star, &head, &hver);
+
+	if (rc)
+		return rc;
+	memset(c, 0, sizeof(*c));
+	c->cls = (uint8_t)a->cls;
+	strcpy(c->star, a->star);
+	c->epoch = head + 1;
+	c->state = CHAIN_LIVE;
+	c->created_ns = a->now_ns;
+	for (int j = 0; j < 8; j++)
+		val[j] = (uint8_t)(c->epoch >> (8 * j));
+	nv_buf_init(&k, KV_KEY_MAX);
+	rc = key_mint(&k, a->cls, a->star);
+	if (!rc)
+		rc = kv_txn_cmp_ver(t, k.ptr, k.len, hver);
+	if (!rc)
+		rc = kv_txn_put(t, k.ptr, k.len, val, 8);
+	if (!rc)
+		rc = meta_chain_txn_put(t, c, 0);
+	nv_buf_free(&k);
+	return rc;
+}
+
 int meta_chain_mint(struct kv *kv, unsigned cls, const char *star, uint64_t now_ns,
 		    struct meta_chain *out, uint64_t *ver)
 {
-	int rc = -ECANCELED;
+	static const struct kv_cas how = { .build = mint_build, .attempts = MINT_RETRIES };
+	struct mint_arg a = { .cls = cls, .star = star, .now_ns = now_ns };
+	uint64_t rev;
+	int rc;
 
 	if (cls >= NV_CLASS_COUNT || meta_star_check(star))
 		return -EINVAL;
-	for (int i = 0; i < 64 && rc == -ECANCELED; i++) {
-		uint64_t head, hver, rev;
-		struct meta_chain c = { 0 };
-		struct nv_buf k;
-		struct kv_txn *t;
-		uint8_t val[8];
-
-		rc = mint_read(kv, cls, star, &head, &hver);
-		if (rc)
-			break;
-		c.cls = (uint8_t)cls;
-		strcpy(c.star, star);
-		c.epoch = head + 1;
-		c.state = CHAIN_LIVE;
-		c.created_ns = now_ns;
-		for (int j = 0; j < 8; j++)
-			val[j] = (uint8_t)(c.epoch >> (8 * j));
-		t = kv_txn_new();
-		if (!t)
-			return -ENOMEM;
-		nv_buf_init(&k, KV_KEY_MAX);
-		rc = key_mint(&k, cls, star);
-		if (!rc)
-			rc = kv_txn_cmp_ver(t, k.ptr, k.len, hver);
-		if (!rc)
-			rc = kv_txn_put(t, k.ptr, k.len, val, 8);
-		if (!rc)
-			rc = meta_chain_txn_put(t, &c, 0);
-		if (!rc)
-			rc = kv_txn_commit(kv, t, &rev);
-		nv_buf_free(&k);
-		kv_txn_free(t);
-		if (!rc) {
-			*out = c;
-			if (ver)
-				*ver = rev;
-		}
+	rc = kv_cas_run(kv, &how, &a, &rev);
+	if (!rc) {
+		*out = a.c;
+		if (ver)
+			*ver = rev;
 	}
 	return rc;
 }

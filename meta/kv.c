@@ -31,6 +31,7 @@
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +299,31 @@ int kv_txn_commit(struct kv *kv, struct kv_txn *t, uint64_t *rev)
 			sorted[n++] = t->ops[i];
 	rc = backend_commit(kv, sorted, n, rev);
 	free(sorted);
+	return rc;
+}
+
+int kv_cas_run(struct kv *kv, const struct kv_cas *how, void *arg, uint64_t *rev)
+{
+	int rc = -ECANCELED;
+
+	assert(how->attempts > 0);
+	for (int i = 0; i < how->attempts; i++) {
+		struct kv_txn *t = kv_txn_new();
+
+		if (!t)
+			return -ENOMEM;
+		rc = how->build(arg, kv, t);
+		if (rc) {
+			kv_txn_free(t);
+			return rc == KV_CAS_DONE ? 0 : rc;
+		}
+		rc = kv_txn_commit(kv, t, rev);
+		kv_txn_free(t);
+		if (rc == -ECANCELED && how->cancelled)
+			rc = how->cancelled(arg, kv);
+		if (rc != -ECANCELED && !(rc == -EAGAIN && how->retry_eagain))
+			break;
+	}
 	return rc;
 }
 

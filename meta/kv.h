@@ -115,6 +115,38 @@ size_t kv_txn_nwrites(const struct kv_txn *t);
 int kv_txn_commit(struct kv *kv, struct kv_txn *t, uint64_t *rev)
 	__attribute__((warn_unused_result));
 
+/*
+ * Compare-and-swap with retries, the one home of the metastore's CAS
+ * loop (JuiceFS's txn(ctx, f, retries)).  kv_cas_run() gives build a
+ * fresh transaction; build reads what it needs, then fills in the
+ * compares of the versions it read and the writes; kv_cas_run() commits.
+ * A commit that fails its compares (-ECANCELED: a concurrent writer won)
+ * runs cancelled (when set), then, unless that decided, build again on
+ * the new state, at most attempts commits in all.
+ */
+struct kv_cas {
+	/* 0: commit t; KV_CAS_DONE: nothing to write, stop with 0 without
+	 * committing; -errno: stop with that error.  t is freed by
+	 * kv_cas_run() (build must not keep it).  Runs once per attempt. */
+	int (*build)(void *arg, struct kv *kv, struct kv_txn *t);
+	/* Optional: called after a commit returned -ECANCELED.  Returns
+	 * -ECANCELED to go on retrying, or the result to stop with (e.g.
+	 * -EEXIST when the racer made the row this call wanted to make). */
+	int (*cancelled)(void *arg, struct kv *kv);
+	int attempts;      /* commits at most (> 0) */
+	bool retry_eagain; /* a commit's -EAGAIN is retried like -ECANCELED */
+};
+#define KV_CAS_DONE 1
+
+/*
+ * Run how (borrowed for the call) with arg.  Returns 0 (committed; *rev,
+ * may be NULL, gets the revision), 0 for KV_CAS_DONE (nothing
+ * committed), build's or cancelled's error, -ENOMEM, or the last
+ * commit's error: -ECANCELED (or -EAGAIN) when every attempt lost.
+ */
+int kv_cas_run(struct kv *kv, const struct kv_cas *how, void *arg, uint64_t *rev)
+	__attribute__((warn_unused_result));
+
 /* One-write conveniences (unconditional). */
 int kv_put(struct kv *kv, const void *key, size_t klen, const void *val,
 	   size_t vlen) __attribute__((warn_unused_result));

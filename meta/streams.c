@@ -2,9 +2,17 @@
  * streams.c - see streams.h.
  *
  * Every multi-row change is one kv transaction that compares the versions
- * it read, retried a bounded number of times on -ECANCELED (a concurrent
- * writer won); the retry re-reads and re-decides, so "already exists" and
- * "gone meanwhile" come out as -EEXIST / -ENOENT, never as a lost update.
+ * it read, retried a bounded number of times (CAS_RETRIES) on -ECANCELED
+ * (a concurrent writer won) by kv_cas_run(); each change is a build
+ * function (*_build) that re-reads and re-decides, so "already exists"
+ * and "gone meanwhile" come out as -EEXIST / -ENOENT, never as a lost
+ * update.
+ *
+ * Size: a little over the house's ~900 lines, because bucket rows, stream
+ * rows and the reclaim queue share the row buffers (struct rowbufs), the
+ * id counter and the name-row reads; splitting the bucket rows into their
+ * own module needs those in a shared internal header, left for the issue's
+ * split of meta/ (other branches move the class vocabulary out of here).
  */
 #include "config.h"
 #include "meta/streams.h"
@@ -143,6 +151,25 @@ static void rb_free(struct rowbufs *b)
 	nv_buf_free(&b->v3);
 }
 
+/* Read bucket name's row into b->v (its key in b->k), *ver its version. */
+static int bucket_row_read(struct kv *kv, struct rowbufs *b, const char *name, uint64_t *ver)
+{
+	int rc = key_bucket(&b->k, name);
+
+	return rc ? rc : kv_get(kv, b->k.ptr, b->k.len, &b->v, ver);
+}
+
+/* kv_cas_run() with the row buffers b (inside arg) set up around it. */
+static int rows_cas(struct kv *kv, const struct kv_cas *how, void *arg, struct rowbufs *b)
+{
+	int rc;
+
+	rb_init(b);
+	rc = kv_cas_run(kv, how, arg, NULL);
+	rb_free(b);
+	return rc;
+}
+
 /* Read the id counter: *next is the id to hand out, *ver its version (0
  * when the counter was never written; ids start at 1). */
 static int id_counter_read(struct kv *kv, struct nv_buf *k, struct nv_buf *v,
@@ -198,57 +225,64 @@ int meta_bucket_get(struct kv *kv, const char *name, struct meta_bucket *out)
 	return rc;
 }
 
+struct bucket_create_arg {
+	struct rowbufs b;
+	const char *name;
+	unsigned cls;
+	struct meta_bucket bk;
+};
+
+static int bucket_create_build(void *arg, struct kv *kv, struct kv_txn *t)
+{
+	struct bucket_create_arg *a = arg;
+	struct rowbufs *b = &a->b;
+	uint64_t next, cver;
+	int rc = id_counter_read(kv, &b->k2, &b->v2, &next, &cver);
+
+	if (rc)
+		return rc;
+	a->bk.id = next;
+	a->bk.created_ns = nv_now_wall_ns();
+	a->bk.default_class = (uint8_t)a->cls;
+	strcpy(a->bk.name, a->name);
+	rc = key_bucket(&b->k, a->name);
+	if (!rc)
+		rc = meta_bucket_encode(&a->bk, &b->v);
+	if (!rc)
+		rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, 0);
+	if (!rc)
+		rc = txn_add_counter(t, &b->k2, next + 1, cver);
+	if (!rc)
+		rc = kv_txn_put(t, b->k.ptr, b->k.len, b->v.ptr, b->v.len);
+	return rc;
+}
+
+/* Lost the race: to a creator of the same bucket (-EEXIST), or retry. */
+static int bucket_create_cancelled(void *arg, struct kv *kv)
+{
+	struct bucket_create_arg *a = arg;
+	struct meta_bucket tmp;
+
+	return meta_bucket_get(kv, a->name, &tmp) == 0 ? -EEXIST : -ECANCELED;
+}
+
 int meta_bucket_create(struct kv *kv, const char *name, unsigned default_class,
 		       struct meta_bucket *out)
 {
-	struct rowbufs b;
-	struct meta_bucket bk = { 0 };
-	int rc = -EAGAIN;
+	static const struct kv_cas how = {
+		.build = bucket_create_build,
+		.cancelled = bucket_create_cancelled,
+		.attempts = CAS_RETRIES,
+		.retry_eagain = true,
+	};
+	struct bucket_create_arg a = { .name = name, .cls = default_class };
+	int rc;
 
 	if (strlen(name) > META_BUCKET_NAME_MAX || default_class >= NV_CLASS_COUNT)
 		return -EINVAL;
-	rb_init(&b);
-	for (int i = 0; i < CAS_RETRIES && (rc == -EAGAIN || rc == -ECANCELED); i++) {
-		uint64_t next, cver;
-		struct kv_txn *t;
-
-		rc = id_counter_read(kv, &b.k2, &b.v2, &next, &cver);
-		if (rc)
-			break;
-		bk.id = next;
-		bk.created_ns = nv_now_wall_ns();
-		bk.default_class = (uint8_t)default_class;
-		strcpy(bk.name, name);
-		rc = key_bucket(&b.k, name);
-		if (!rc)
-			rc = meta_bucket_encode(&bk, &b.v);
-		if (rc)
-			break;
-		t = kv_txn_new();
-		if (!t) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, 0);
-		if (!rc)
-			rc = txn_add_counter(t, &b.k2, next + 1, cver);
-		if (!rc)
-			rc = kv_txn_put(t, b.k.ptr, b.k.len, b.v.ptr, b.v.len);
-		if (!rc)
-			rc = kv_txn_commit(kv, t, NULL);
-		kv_txn_free(t);
-		if (rc == -ECANCELED) {
-			struct meta_bucket tmp;
-
-			if (meta_bucket_get(kv, name, &tmp) == 0) {
-				rc = -EEXIST;
-				break;
-			}
-		}
-	}
+	rc = rows_cas(kv, &how, &a, &a.b);
 	if (!rc && out)
-		*out = bk;
-	rb_free(&b);
+		*out = a.bk;
 	return rc;
 }
 
@@ -263,95 +297,90 @@ static int any_fn(void *arg, const uint8_t *key, size_t klen, const uint8_t *val
 	return 1;
 }
 
+struct bucket_arg {
+	struct rowbufs b;
+	const char *name;
+	unsigned cls; /* meta_bucket_set_class() */
+};
+
+static int bucket_delete_build(void *arg, struct kv *kv, struct kv_txn *t)
+{
+	struct bucket_arg *a = arg;
+	struct rowbufs *b = &a->b;
+	struct any_arg any = { 0 };
+	uint64_t ver;
+	int rc;
+
+	rc = bucket_row_read(kv, b, a->name, &ver);
+	if (!rc)
+		rc = key_stream_names_of(&b->k2, a->name);
+	if (!rc) {
+		rc = nv_buf_add(&b->k3, b->k2.ptr, b->k2.len);
+		if (!rc)
+			rc = nv_tup_prefix_end(&b->k3);
+	}
+	if (!rc)
+		rc = kv_range(kv, b->k2.ptr, b->k2.len, b->k3.ptr, b->k3.len, 1, false, any_fn,
+			      &any);
+	nv_buf_reset(&b->k3);
+	if (rc)
+		return rc;
+	if (any.found)
+		return -ENOTEMPTY;
+	rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, ver);
+	if (!rc)
+		rc = kv_txn_del(t, b->k.ptr, b->k.len);
+	return rc;
+}
+
 int meta_bucket_delete(struct kv *kv, const char *name)
 {
-	struct rowbufs b;
-	int rc = -ECANCELED;
+	static const struct kv_cas how = {
+		.build = bucket_delete_build,
+		.attempts = CAS_RETRIES,
+	};
+	struct bucket_arg a = { .name = name };
 
 	if (strlen(name) > META_BUCKET_NAME_MAX)
 		return -ENOENT;
-	rb_init(&b);
-	for (int i = 0; i < CAS_RETRIES && rc == -ECANCELED; i++) {
-		struct any_arg any = { 0 };
-		uint64_t ver;
-		struct kv_txn *t;
+	return rows_cas(kv, &how, &a, &a.b);
+}
 
-		rc = key_bucket(&b.k, name);
-		if (!rc)
-			rc = kv_get(kv, b.k.ptr, b.k.len, &b.v, &ver);
-		if (!rc)
-			rc = key_stream_names_of(&b.k2, name);
-		if (!rc) {
-			rc = nv_buf_add(&b.k3, b.k2.ptr, b.k2.len);
-			if (!rc)
-				rc = nv_tup_prefix_end(&b.k3);
-		}
-		if (!rc)
-			rc = kv_range(kv, b.k2.ptr, b.k2.len, b.k3.ptr, b.k3.len, 1,
-				      false, any_fn, &any);
-		nv_buf_reset(&b.k3);
-		if (rc)
-			break;
-		if (any.found) {
-			rc = -ENOTEMPTY;
-			break;
-		}
-		t = kv_txn_new();
-		if (!t) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, ver);
-		if (!rc)
-			rc = kv_txn_del(t, b.k.ptr, b.k.len);
-		if (!rc)
-			rc = kv_txn_commit(kv, t, NULL);
-		kv_txn_free(t);
-	}
-	rb_free(&b);
+static int bucket_set_class_build(void *arg, struct kv *kv, struct kv_txn *t)
+{
+	struct bucket_arg *a = arg;
+	struct rowbufs *b = &a->b;
+	struct meta_bucket bk;
+	uint64_t ver;
+	int rc;
+
+	rc = bucket_row_read(kv, b, a->name, &ver);
+	if (!rc)
+		rc = meta_bucket_decode(b->v.ptr, b->v.len, a->name, &bk);
+	if (rc)
+		return rc;
+	bk.default_class = (uint8_t)a->cls;
+	rc = meta_bucket_encode(&bk, &b->v);
+	if (!rc)
+		rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, ver);
+	if (!rc)
+		rc = kv_txn_put(t, b->k.ptr, b->k.len, b->v.ptr, b->v.len);
 	return rc;
 }
 
 int meta_bucket_set_class(struct kv *kv, const char *name, unsigned cls)
 {
-	struct rowbufs b;
-	int rc = -ECANCELED;
+	static const struct kv_cas how = {
+		.build = bucket_set_class_build,
+		.attempts = CAS_RETRIES,
+	};
+	struct bucket_arg a = { .name = name, .cls = cls };
 
 	if (cls >= NV_CLASS_COUNT)
 		return -EINVAL;
 	if (strlen(name) > META_BUCKET_NAME_MAX)
 		return -ENOENT;
-	rb_init(&b);
-	for (int i = 0; i < CAS_RETRIES && rc == -ECANCELED; i++) {
-		struct meta_bucket bk;
-		uint64_t ver;
-		struct kv_txn *t;
-
-		rc = key_bucket(&b.k, name);
-		if (!rc)
-			rc = kv_get(kv, b.k.ptr, b.k.len, &b.v, &ver);
-		if (!rc)
-			rc = meta_bucket_decode(b.v.ptr, b.v.len, name, &bk);
-		if (rc)
-			break;
-		bk.default_class = (uint8_t)cls;
-		rc = meta_bucket_encode(&bk, &b.v);
-		if (rc)
-			break;
-		t = kv_txn_new();
-		if (!t) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, ver);
-		if (!rc)
-			rc = kv_txn_put(t, b.k.ptr, b.k.len, b.v.ptr, b.v.len);
-		if (!rc)
-			rc = kv_txn_commit(kv, t, NULL);
-		kv_txn_free(t);
-	}
-	rb_free(&b);
-	return rc;
+	return rows_cas(kv, &how, &a, &a.b);
 }
 
 #define BUCKET_PAGE 64
@@ -501,84 +530,92 @@ int meta_stream_lookup(struct kv *kv, const char *bucket, const char *name,
 	return rc;
 }
 
+struct stream_create_arg {
+	struct rowbufs b;
+	const char *bucket, *name;
+	int cls;
+	uint64_t now_ns;
+	struct meta_stream s;
+};
+
+static int stream_create_build(void *arg, struct kv *kv, struct kv_txn *t)
+{
+	struct stream_create_arg *a = arg;
+	struct rowbufs *b = &a->b;
+	struct meta_stream *s = &a->s;
+	struct meta_bucket bk;
+	uint64_t bver, next, cver;
+	uint8_t nv[9];
+	int rc;
+
+	/* The bucket row: must exist; rewriting it bumps its version so a
+	 * concurrent rmdir's compare fails (invariant 3). */
+	rc = bucket_row_read(kv, b, a->bucket, &bver);
+	if (!rc)
+		rc = meta_bucket_decode(b->v.ptr, b->v.len, a->bucket, &bk);
+	if (!rc)
+		rc = id_counter_read(kv, &b->k2, &b->v2, &next, &cver);
+	if (rc)
+		return rc;
+	memset(s, 0, sizeof(*s));
+	s->id = next;
+	strcpy(s->bucket, a->bucket);
+	strcpy(s->name, a->name);
+	s->cls = (uint8_t)(a->cls < 0 ? bk.default_class : a->cls);
+	s->created_ns = a->now_ns;
+	rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, bver);
+	if (!rc)
+		rc = kv_txn_put(t, b->k.ptr, b->k.len, b->v.ptr, b->v.len);
+	if (!rc)
+		rc = txn_add_counter(t, &b->k2, next + 1, cver);
+	if (!rc)
+		rc = key_stream_name(&b->k3, a->bucket, a->name);
+	if (!rc)
+		rc = kv_txn_cmp_ver(t, b->k3.ptr, b->k3.len, 0);
+	nv[0] = ROW_V1;
+	for (int j = 0; j < 8; j++)
+		nv[1 + j] = (uint8_t)(s->id >> (8 * j));
+	if (!rc)
+		rc = kv_txn_put(t, b->k3.ptr, b->k3.len, nv, sizeof(nv));
+	if (!rc)
+		rc = key_stream_id(&b->k3, s->id);
+	if (!rc)
+		rc = meta_stream_encode(s, &b->v3);
+	if (!rc)
+		rc = kv_txn_cmp_ver(t, b->k3.ptr, b->k3.len, 0);
+	if (!rc)
+		rc = kv_txn_put(t, b->k3.ptr, b->k3.len, b->v3.ptr, b->v3.len);
+	return rc;
+}
+
+/* Lost the race: to a creator of the same name (-EEXIST), or retry. */
+static int stream_create_cancelled(void *arg, struct kv *kv)
+{
+	struct stream_create_arg *a = arg;
+	uint64_t id, ver;
+
+	return name_row_read(kv, a->bucket, a->name, &id, &ver) == 0 ? -EEXIST : -ECANCELED;
+}
+
 int meta_stream_create(struct kv *kv, const char *bucket, const char *name,
 		       int cls, uint64_t now_ns, struct meta_stream *out)
 {
-	struct rowbufs b;
-	struct meta_stream s;
-	int rc = -ECANCELED;
+	static const struct kv_cas how = {
+		.build = stream_create_build,
+		.cancelled = stream_create_cancelled,
+		.attempts = CAS_RETRIES,
+	};
+	struct stream_create_arg a = { .bucket = bucket, .name = name, .cls = cls,
+				       .now_ns = now_ns };
+	int rc;
 
 	if (strlen(bucket) > META_BUCKET_NAME_MAX || strlen(name) > META_STREAM_NAME_MAX)
 		return -ENAMETOOLONG;
 	if (cls >= NV_CLASS_COUNT)
 		return -EINVAL;
-	rb_init(&b);
-	for (int i = 0; i < CAS_RETRIES && rc == -ECANCELED; i++) {
-		struct meta_bucket bk;
-		uint64_t bver, next, cver;
-		struct kv_txn *t;
-		uint8_t nv[9];
-
-		/* The bucket row: must exist; rewriting it bumps its version
-		 * so a concurrent rmdir's compare fails (invariant 3). */
-		rc = key_bucket(&b.k, bucket);
-		if (!rc)
-			rc = kv_get(kv, b.k.ptr, b.k.len, &b.v, &bver);
-		if (!rc)
-			rc = meta_bucket_decode(b.v.ptr, b.v.len, bucket, &bk);
-		if (rc)
-			break;
-		rc = id_counter_read(kv, &b.k2, &b.v2, &next, &cver);
-		if (rc)
-			break;
-		memset(&s, 0, sizeof(s));
-		s.id = next;
-		strcpy(s.bucket, bucket);
-		strcpy(s.name, name);
-		s.cls = (uint8_t)(cls < 0 ? bk.default_class : cls);
-		s.created_ns = now_ns;
-		t = kv_txn_new();
-		if (!t) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, bver);
-		if (!rc)
-			rc = kv_txn_put(t, b.k.ptr, b.k.len, b.v.ptr, b.v.len);
-		if (!rc)
-			rc = txn_add_counter(t, &b.k2, next + 1, cver);
-		if (!rc)
-			rc = key_stream_name(&b.k3, bucket, name);
-		if (!rc)
-			rc = kv_txn_cmp_ver(t, b.k3.ptr, b.k3.len, 0);
-		nv[0] = ROW_V1;
-		for (int j = 0; j < 8; j++)
-			nv[1 + j] = (uint8_t)(s.id >> (8 * j));
-		if (!rc)
-			rc = kv_txn_put(t, b.k3.ptr, b.k3.len, nv, sizeof(nv));
-		if (!rc)
-			rc = key_stream_id(&b.k3, s.id);
-		if (!rc)
-			rc = meta_stream_encode(&s, &b.v3);
-		if (!rc)
-			rc = kv_txn_cmp_ver(t, b.k3.ptr, b.k3.len, 0);
-		if (!rc)
-			rc = kv_txn_put(t, b.k3.ptr, b.k3.len, b.v3.ptr, b.v3.len);
-		if (!rc)
-			rc = kv_txn_commit(kv, t, NULL);
-		kv_txn_free(t);
-		if (rc == -ECANCELED) {
-			uint64_t id, ver;
-
-			if (name_row_read(kv, bucket, name, &id, &ver) == 0) {
-				rc = -EEXIST;
-				break;
-			}
-		}
-	}
+	rc = rows_cas(kv, &how, &a, &a.b);
 	if (!rc && out)
-		*out = s;
-	rb_free(&b);
+		*out = a.s;
 	return rc;
 }
 
@@ -599,64 +636,69 @@ static int set_trim_fn(struct meta_stream *s, void *arg)
 	return 0;
 }
 
+struct stream_update_arg {
+	struct rowbufs b;
+	uint64_t id;
+	int (*mutate)(struct meta_stream *s, void *arg);
+	void *arg;
+	bool drop_name;
+	uint64_t now_ns;
+};
+
+static int stream_update_build(void *arg, struct kv *kv, struct kv_txn *t)
+{
+	struct stream_update_arg *a = arg;
+	struct rowbufs *b = &a->b;
+	struct meta_stream s;
+	uint64_t ver;
+	int rc;
+
+	rc = meta_stream_get(kv, a->id, &s, &ver);
+	if (!rc && s.deleted_ns)
+		rc = -ENOENT;
+	if (!rc && a->mutate)
+		rc = a->mutate(&s, a->arg);
+	if (rc == 1) /* no change needed */
+		return KV_CAS_DONE;
+	if (rc)
+		return rc;
+	if (a->drop_name)
+		s.deleted_ns = a->now_ns ? a->now_ns : 1;
+	rc = key_stream_id(&b->k, a->id);
+	if (!rc)
+		rc = meta_stream_encode(&s, &b->v);
+	if (!rc)
+		rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, ver);
+	if (!rc)
+		rc = kv_txn_put(t, b->k.ptr, b->k.len, b->v.ptr, b->v.len);
+	if (!rc && a->drop_name) {
+		rc = key_stream_name(&b->k2, s.bucket, s.name);
+		if (!rc)
+			rc = kv_txn_del(t, b->k2.ptr, b->k2.len);
+	}
+	/* Deleted or trimmed history: queue its reclamation (trim.c). */
+	if (!rc && (a->drop_name || a->mutate == set_trim_fn)) {
+		rc = key_reclaim_stream(&b->k3, a->id);
+		if (!rc)
+			rc = kv_txn_put(t, b->k3.ptr, b->k3.len, "", 0);
+	}
+	return rc;
+}
+
 /* Rewrite a stream row under a compare of the version read; mutate()
- * edits it and may refuse with an errno. */
+ * edits it and may refuse with an errno, or return 1 for "no change". */
 static int stream_update(struct kv *kv, uint64_t id,
 			 int (*mutate)(struct meta_stream *s, void *arg), void *arg,
 			 bool drop_name, uint64_t now_ns)
 {
-	struct rowbufs b;
-	int rc = -ECANCELED;
+	static const struct kv_cas how = {
+		.build = stream_update_build,
+		.attempts = CAS_RETRIES,
+	};
+	struct stream_update_arg a = { .id = id, .mutate = mutate, .arg = arg,
+				       .drop_name = drop_name, .now_ns = now_ns };
 
-	rb_init(&b);
-	for (int i = 0; i < CAS_RETRIES && rc == -ECANCELED; i++) {
-		struct meta_stream s;
-		uint64_t ver;
-		struct kv_txn *t;
-
-		rc = meta_stream_get(kv, id, &s, &ver);
-		if (!rc && s.deleted_ns)
-			rc = -ENOENT;
-		if (!rc && mutate)
-			rc = mutate(&s, arg);
-		if (rc == 1) { /* no change needed */
-			rc = 0;
-			break;
-		}
-		if (rc)
-			break;
-		if (drop_name)
-			s.deleted_ns = now_ns ? now_ns : 1;
-		rc = key_stream_id(&b.k, id);
-		if (!rc)
-			rc = meta_stream_encode(&s, &b.v);
-		if (rc)
-			break;
-		t = kv_txn_new();
-		if (!t) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = kv_txn_cmp_ver(t, b.k.ptr, b.k.len, ver);
-		if (!rc)
-			rc = kv_txn_put(t, b.k.ptr, b.k.len, b.v.ptr, b.v.len);
-		if (!rc && drop_name) {
-			rc = key_stream_name(&b.k2, s.bucket, s.name);
-			if (!rc)
-				rc = kv_txn_del(t, b.k2.ptr, b.k2.len);
-		}
-		/* Deleted or trimmed history: queue its reclamation (trim.c). */
-		if (!rc && (drop_name || mutate == set_trim_fn)) {
-			rc = key_reclaim_stream(&b.k3, id);
-			if (!rc)
-				rc = kv_txn_put(t, b.k3.ptr, b.k3.len, "", 0);
-		}
-		if (!rc)
-			rc = kv_txn_commit(kv, t, NULL);
-		kv_txn_free(t);
-	}
-	rb_free(&b);
-	return rc;
+	return rows_cas(kv, &how, &a, &a.b);
 }
 
 int meta_stream_delete(struct kv *kv, uint64_t id, uint64_t now_ns)

@@ -27,6 +27,10 @@ NV_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${NOVAFS:=$NV_LIB_DIR/../../src/novafs}"
 : "${NOVACTL:=$NV_LIB_DIR/../../src/novactl}"
 export NOVAFS NOVACTL
+# Daemon start/await/stop and the process and mount checks, shared with
+# bench/lib.sh: nv_pid_alive, nv_wait_pid_exit, nv_is_mounted, nv_daemon_*.
+# shellcheck source=tests/lib/daemon.sh
+. "$NV_LIB_DIR/../lib/daemon.sh"
 
 NV_TEST=$(basename "$0" .sh)
 NV_T0=${EPOCHREALTIME:-0}
@@ -88,24 +92,6 @@ nv_hard_error() {
 
 # ---------------------------------------------------------------- processes
 
-# nv_pid_alive PID: true while PID exists and is not a zombie.
-nv_pid_alive() {
-	local st
-	[ -n "$1" ] && [ -r "/proc/$1/status" ] || return 1
-	st=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
-
-# nv_wait_pid_exit PID SECONDS: poll until PID is gone; false on timeout.
-nv_wait_pid_exit() {
-	local pid=$1 n=$(( ${2:-10} * 20 ))
-	while nv_pid_alive "$pid"; do
-		((n-- > 0)) || return 1
-		sleep 0.05
-	done
-	return 0
-}
-
 # nv_kill_tree PID: SIGKILL PID and its descendants (children first found,
 # by PID; never by name).
 nv_kill_tree() {
@@ -150,12 +136,6 @@ nv_wait_bg() {
 }
 
 # ---------------------------------------------------------------- mounts
-
-# nv_is_mounted DIR: DIR is a mount point in /proc/self/mountinfo (also
-# true for a dead FUSE mount, unlike `mountpoint -q`).
-nv_is_mounted() {
-	awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo
-}
 
 # nv_unmount_dead: remove a mount whose daemon is gone.
 nv_unmount_dead() {
@@ -285,29 +265,18 @@ nv_init() {
 # this shell) on $MNT with data_dir=$DATA plus OPTS (a comma list, remembered
 # for later restarts); wait until the mount answers.
 nv_start() {
-	local rc n
-	[ $# -gt 0 ] && NV_OPTS=$1
-	[ -z "$NV_PID" ] || fail "nv_start: daemon $NV_PID is already running"
-	nv_is_mounted "$MNT" && fail "nv_start: $MNT is already mounted"
-	NV_INCARNATION=$((NV_INCARNATION + 1))
-	printf '==== %s: start #%d: -o data_dir=%s%s\n' "$(date +%T.%N)" \
-		"$NV_INCARNATION" "$DATA" "${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)" >> "$LOG"
-	"$NOVAFS" -f -o "data_dir=$DATA${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)" "$MNT" >> "$LOG" 2>&1 &
-	NV_PID=$!
-	NV_DAEMONS+=("$NV_PID")
-	nv_own "$NV_PID"
-	echo "$NV_PID" > "$NV_TMP/daemon.pid"
-	n=$(( ${NV_START_TIMEOUT:-30} * 20 ))
-	until mountpoint -q "$MNT"; do
-		if ! nv_pid_alive "$NV_PID"; then
-			rc=0
-			wait "$NV_PID" || rc=$?
-			NV_PID=
-			fail "daemon exited with status $rc before mounting $MNT"
-		fi
-		((n-- > 0)) || fail "daemon $NV_PID did not mount $MNT within ${NV_START_TIMEOUT:-30}s"
-		sleep 0.05
-	done
+	local rc=0
+	nv_spawn "$@"
+	nv_daemon_await_mount "$MNT" "${NV_START_TIMEOUT:-30}" || rc=$?
+	case $rc in
+	0) ;;
+	1)
+		nv_daemon_reap
+		: > "$NV_TMP/daemon.pid"
+		fail "daemon exited with status $NV_DAEMON_RC before mounting $MNT"
+		;;
+	*) fail "daemon $NV_PID did not mount $MNT within ${NV_START_TIMEOUT:-30}s" ;;
+	esac
 	say "daemon $NV_PID mounted (incarnation $NV_INCARNATION${NV_OPTS:+, -o $NV_OPTS})"
 }
 
@@ -315,21 +284,15 @@ nv_start() {
 # exit (60 s by default) with status 0.  kill -9 is the last resort, and a
 # failure: a clean close must end the daemon.
 nv_stop() {
-	local t=${1:-60} n=100 rc=0
+	local t=${1:-60}
 	[ -n "$NV_PID" ] || fail "nv_stop: no daemon running"
-	until fusermount3 -u "$MNT" 2> "$NV_TMP/fusermount.err"; do
-		# EBUSY while a helper still has a file open: retry briefly.
-		((n-- > 0)) || fail "fusermount3 -u $MNT failed: $(cat "$NV_TMP/fusermount.err")"
-		sleep 0.1
-	done
-	if ! nv_wait_pid_exit "$NV_PID" "$t"; then
+	nv_daemon_unmount "$MNT" 100 || fail "$NV_DAEMON_ERR"
+	if ! nv_daemon_wait_exit "$t"; then
 		kill -9 "$NV_PID" 2>/dev/null || true
-		fail "daemon $NV_PID did not exit within ${t}s of a clean unmount (killed)"
+		fail "$NV_DAEMON_ERR (killed)"
 	fi
-	wait "$NV_PID" || rc=$?
-	NV_PID=
 	: > "$NV_TMP/daemon.pid"
-	((rc == 0)) || fail "daemon exited with status $rc after a clean unmount"
+	((NV_DAEMON_RC == 0)) || fail "daemon exited with status $NV_DAEMON_RC after a clean unmount"
 	nv_is_mounted "$MNT" && fail "$MNT still mounted after the daemon exited"
 	say "daemon unmounted cleanly"
 }
@@ -637,8 +600,7 @@ nv_spawn() {
 	printf '==== %s: start #%d: -o data_dir=%s%s%s\n' "$(date +%T.%N)" \
 		"$NV_INCARNATION" "$DATA" "${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)" \
 		"${NOVAFS_FAILPOINTS:+ NOVAFS_FAILPOINTS=$NOVAFS_FAILPOINTS}" >> "$LOG"
-	"$NOVAFS" -f -o "data_dir=$DATA${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)" "$MNT" >> "$LOG" 2>&1 &
-	NV_PID=$!
+	nv_daemon_spawn "$MNT" "$LOG" "data_dir=$DATA${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)"
 	NV_DAEMONS+=("$NV_PID")
 	nv_own "$NV_PID"
 	echo "$NV_PID" > "$NV_TMP/daemon.pid"
@@ -647,9 +609,8 @@ nv_spawn() {
 # nv_reap_daemon: the daemon ended (or was killed): collect its status in
 # NV_EXIT_RC, forget it, remove the dead mount.
 nv_reap_daemon() {
-	NV_EXIT_RC=0
-	{ wait "$NV_PID" || NV_EXIT_RC=$?; } 2>/dev/null
-	NV_PID=
+	nv_daemon_reap
+	NV_EXIT_RC=$NV_DAEMON_RC
 	: > "$NV_TMP/daemon.pid"
 	echo "==== $(date +%T.%N): daemon exited with status $NV_EXIT_RC" >> "$LOG"
 	nv_unmount_dead || fail "could not remove the dead mount $MNT"
@@ -659,16 +620,16 @@ nv_reap_daemon() {
 # answers (status 0) or the daemon dies (status 1, reaped: NV_EXIT_RC has
 # its status, the dead mount is removed).  Fails on timeout (30 s).
 nv_await_mount_or_exit() {
-	local n=$(( ${1:-30} * 20 ))
-	until mountpoint -q "$MNT" 2>/dev/null; do
-		if ! nv_pid_alive "$NV_PID"; then
-			nv_reap_daemon
-			return 1
-		fi
-		((n-- > 0)) || fail "daemon $NV_PID neither mounted $MNT nor exited within ${1:-30}s"
-		sleep 0.05
-	done
-	return 0
+	local rc=0
+	nv_daemon_await_mount "$MNT" "${1:-30}" || rc=$?
+	case $rc in
+	0) return 0 ;;
+	1)
+		nv_reap_daemon
+		return 1
+		;;
+	*) fail "daemon $NV_PID neither mounted $MNT nor exited within ${1:-30}s" ;;
+	esac
 }
 
 # nv_start_try [OPTS]: nv_spawn + nv_await_mount_or_exit: 0 mounted, 1 the

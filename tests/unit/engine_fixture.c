@@ -484,55 +484,10 @@ void efx_stop(struct efx *f)
 
 struct nv_stream *efx_load(struct efx *f, const struct meta_stream *ms)
 {
-	struct nv_stream *s;
-	struct meta_ref r;
-	uint64_t end_seq = 0, end_byte = 0;
-	int rc;
+	struct nv_stream *s = NULL;
 
 	assert_true(f->nstreams < EFX_MAX_STREAMS);
-	s = stream_table_find(f->table, ms->id);
-	if (s) {
-		f->streams[f->nstreams++] = s;
-		return s;
-	}
-	meta_ref_init(&r);
-	rc = meta_ref_last(f->kv, ms->id, &r);
-	if (rc == 0) {
-		end_seq = r.end_seq;
-		end_byte = r.end_byte;
-	} else {
-		/* No rows: empty, or trimmed to the end. */
-		assert_int_equal(rc, -ENOENT);
-		end_seq = ms->trim_seq;
-		end_byte = ms->trim_byte;
-	}
-	s = stream_alloc();
-	assert_non_null(s);
-	{
-		uint64_t sseq, sbyte;
-
-		assert_int_equal(meta_ref_settled_end(f->kv, ms->id, &sseq, &sbyte), 0);
-		atomic_store(&s->settled_seq, sseq);
-		atomic_store(&s->settled_byte, sbyte);
-	}
-	s->id = ms->id;
-	snprintf(s->bucket, sizeof(s->bucket), "%s", ms->bucket);
-	snprintf(s->name, sizeof(s->name), "%s", ms->name);
-	s->created_ns = ms->created_ns;
-	s->cls = ms->cls;
-	s->deleted = ms->deleted_ns != 0;
-	s->next_seq = end_seq;
-	s->next_byte = end_byte;
-	s->open_flight_gen = UINT64_MAX;
-	atomic_store(&s->acked_seq, end_seq);
-	atomic_store(&s->acked_byte, end_byte);
-	atomic_store(&s->frontier_seq, end_seq);
-	atomic_store(&s->frontier_byte, end_byte);
-	atomic_store(&s->trim_seq, ms->trim_seq);
-	atomic_store(&s->trim_byte, ms->trim_byte);
-	atomic_store(&s->mtime_ns, r.max_ts ? r.max_ts : ms->created_ns);
-	meta_ref_clear(&r);
-	s = stream_table_insert(f->table, s);
+	assert_int_equal(stream_load(f->table, f->kv, ms, &s), 0);
 	f->streams[f->nstreams++] = s;
 	return s;
 }

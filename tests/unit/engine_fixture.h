@@ -1,15 +1,15 @@
 /*
  * engine_fixture.h - the shared harness of the engine unit tests
- * (test_chain, test_absorb, test_read).
+ * (test_chain, test_absorb, test_read, test_stream).
  *
  * For: building, in a fresh mkdtemp() directory, what engine/star.c
  * builds for one class: a SQLite metastore, a fake object store
  * (tests/unit/fake_store.h), a stream table, a backlog, a tail cache,
  * stats, a minted epoch with its absorb and its chain (release =
- * absorb_push, through a valve the test can close), streams loaded the
- * way star.c load_stream() loads them, and completion records that tell
- * the test how often, with what error and in which order each append was
- * completed.  Not for: the FUSE layer or star_open() (which would bring
+ * absorb_push, through a valve the test can close), streams loaded by
+ * stream_load() (engine/stream.c, which star.c load_stream() calls), and
+ * completion records that tell the test how often, with what error and in
+ * which order each append was completed.  Not for: the FUSE layer or star_open() (which would bring
  * the directory store and recovery into every test).
  *
  * Threads: completions and the ack hook run on chain threads; they only
@@ -140,7 +140,7 @@ void efx_chain_stop(struct efx *f);
 /* Create stream name in EFX_BUCKET (cls < 0: the bucket default) and load
  * it.  The fixture keeps the reference (dropped at teardown). */
 struct nv_stream *efx_stream(struct efx *f, const char *name, int cls);
-/* Load a stream from its row and its last ref, like star.c load_stream().
+/* Load a stream from its row and its last ref: stream_load(), as star.c does.
  * The fixture keeps the reference. */
 struct nv_stream *efx_load(struct efx *f, const struct meta_stream *ms);
 

@@ -5,7 +5,9 @@
  * What is pinned: CRC-32C known vectors and hardware == software on random
  * buffers; the nv_buf limit (-E2BIG leaves the content unchanged) and
  * steal; sticky wire-reader errors on truncated and hostile input; and the
- * failpoint spec grammar (unknown names, error, @N, delay, reset).
+ * failpoint spec grammar (unknown names, error, @N, delay, reset); and
+ * the u64 map: put/get/replace/remove, growth past many doublings,
+ * tombstone churn, and iteration that removes as it goes.
  */
 #include "config.h"
 
@@ -26,6 +28,7 @@
 #include "src/base/endian.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
+#include "src/base/u64map.h"
 #include "src/base/wire.h"
 
 /* Exported by crc32c.c for this test only: the software path. */
@@ -544,6 +547,132 @@ static void test_base_log_debug_mask(void **state)
 	nv_log_debug_mask = saved;
 }
 
+/* ------------------------------------------------------------------ */
+/* u64map                                                              */
+
+/* Distinct non-NULL pointers for values: &vals[i]. */
+static char vals[4096];
+
+static void test_base_u64map_basic(void **state)
+{
+	struct u64map *m = u64map_new(0);
+	size_t cur = 0;
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(u64map_count(m), 0);
+	assert_null(u64map_get(m, 0));
+	assert_false(u64map_next(m, &cur, NULL, NULL));
+	/* The extreme keys are ordinary keys. */
+	assert_int_equal(u64map_put(m, 0, &vals[0]), 0);
+	assert_int_equal(u64map_put(m, UINT64_MAX, &vals[1]), 0);
+	assert_int_equal(u64map_put(m, 42, &vals[2]), 0);
+	assert_int_equal(u64map_count(m), 3);
+	assert_ptr_equal(u64map_get(m, 0), &vals[0]);
+	assert_ptr_equal(u64map_get(m, UINT64_MAX), &vals[1]);
+	assert_ptr_equal(u64map_get(m, 42), &vals[2]);
+	assert_null(u64map_get(m, 43));
+	/* Replacing keeps one entry. */
+	assert_int_equal(u64map_put(m, 42, &vals[3]), 0);
+	assert_int_equal(u64map_count(m), 3);
+	assert_ptr_equal(u64map_get(m, 42), &vals[3]);
+	/* Remove returns the value once. */
+	assert_ptr_equal(u64map_remove(m, 42), &vals[3]);
+	assert_null(u64map_remove(m, 42));
+	assert_null(u64map_get(m, 42));
+	assert_int_equal(u64map_count(m), 2);
+	/* A removed key can come back. */
+	assert_int_equal(u64map_put(m, 42, &vals[4]), 0);
+	assert_ptr_equal(u64map_get(m, 42), &vals[4]);
+	u64map_free(m);
+	u64map_free(NULL);
+}
+
+static void test_base_u64map_grow(void **state)
+{
+	struct u64map *m = u64map_new(1);
+	const uint64_t n = 50000;
+
+	(void)state;
+	assert_non_null(m);
+	/* Keys that collide in their low bits: multiples of 4096. */
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(u64map_put(m, i << 12, &vals[i % 4096]), 0);
+	assert_int_equal(u64map_count(m), n);
+	for (uint64_t i = 0; i < n; i++)
+		assert_ptr_equal(u64map_get(m, i << 12), &vals[i % 4096]);
+	assert_null(u64map_get(m, 1));
+	assert_null(u64map_get(m, n << 12));
+	u64map_free(m);
+}
+
+static void test_base_u64map_churn(void **state)
+{
+	struct u64map *m = u64map_new(0);
+
+	(void)state;
+	assert_non_null(m);
+	/* A sliding window of 100 live keys over 100,000 inserts: the
+	 * tombstones left behind must never fill the array. */
+	for (uint64_t i = 0; i < 100000; i++) {
+		assert_int_equal(u64map_put(m, i, &vals[i % 4096]), 0);
+		if (i >= 100)
+			assert_ptr_equal(u64map_remove(m, i - 100), &vals[(i - 100) % 4096]);
+	}
+	assert_int_equal(u64map_count(m), 100);
+	for (uint64_t i = 0; i < 100000; i++) {
+		if (i < 100000 - 100)
+			assert_null(u64map_get(m, i));
+		else
+			assert_ptr_equal(u64map_get(m, i), &vals[i % 4096]);
+	}
+	u64map_free(m);
+}
+
+static void test_base_u64map_iterate_remove(void **state)
+{
+	struct u64map *m = u64map_new(0);
+	static uint8_t seen[2000];
+	size_t cur = 0, visits = 0;
+	uint64_t key;
+	void *val;
+
+	(void)state;
+	assert_non_null(m);
+	memset(seen, 0, sizeof(seen));
+	for (uint64_t i = 0; i < 2000; i++)
+		assert_int_equal(u64map_put(m, rng() << 11 | i, &vals[i]), 0);
+	/* Remove every entry as it is visited, and every odd one ahead of
+	 * its visit: each even entry is seen exactly once. */
+	while (u64map_next(m, &cur, &key, &val)) {
+		uint64_t i = key & 2047;
+
+		assert_true(i < 2000);
+		assert_ptr_equal(val, &vals[i]);
+		seen[i]++;
+		visits++;
+		assert_ptr_equal(u64map_remove(m, key), val);
+		if (i % 2 == 0 && i + 1 < 2000) {
+			/* Its odd twin may already be gone (visited first). */
+			size_t c2 = 0;
+			uint64_t k2;
+
+			while (u64map_next(m, &c2, &k2, NULL))
+				if ((k2 & 2047) == i + 1) {
+					assert_non_null(u64map_remove(m, k2));
+					break;
+				}
+		}
+	}
+	assert_int_equal(u64map_count(m), 0);
+	for (int i = 0; i < 2000; i += 2)
+		assert_int_equal(seen[i], 1);
+	for (int i = 1; i < 2000; i += 2)
+		assert_true(seen[i] <= 1);
+	assert_true(visits >= 1000);
+	u64map_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,6 +692,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_base_failpoint_delay, fp_teardown),
 		cmocka_unit_test_teardown(test_base_failpoint_env, fp_teardown),
 		cmocka_unit_test(test_base_log_debug_mask),
+		cmocka_unit_test(test_base_u64map_basic),
+		cmocka_unit_test(test_base_u64map_grow),
+		cmocka_unit_test(test_base_u64map_churn),
+		cmocka_unit_test(test_base_u64map_iterate_remove),
 	};
 
 	/* Failpoint arming logs at INFO; keep the output to the results. */

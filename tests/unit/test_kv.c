@@ -1,5 +1,6 @@
 /*
- * test_kv.c - unit tests for meta/kv.c and meta/sqlite.c.
+ * test_kv.c - unit tests for meta/kv.c (with its CAS helper kv_cas_run())
+ * and meta/sqlite.c.
  *
  * Every case runs against a real SQLite database in a fresh mkdtemp()
  * directory (fixture), so durability pragmas, WAL and the reader pool are
@@ -947,6 +948,131 @@ static void test_kv_commit_failpoint(void **state)
 	put_s(f->kv, "fp3", "x"); /* disarmed: works again */
 }
 
+/* ------------------------------------------------------------------ */
+/* kv_cas_run: the CAS-with-retries helper                             */
+
+struct cas_probe {
+	const char *key;
+	int builds, cancels;
+	int race_until;     /* builds up to this one lose to a racing put */
+	int build_err;      /* returned by build instead of filling t */
+	int cancelled_rc;   /* what cancelled returns */
+	const char *val;    /* written by the transaction */
+};
+
+static int cas_build(void *arg, struct kv *kv, struct kv_txn *t)
+{
+	struct cas_probe *p = arg;
+	struct nv_buf v;
+	uint64_t ver = 0;
+	int rc;
+
+	p->builds++;
+	if (p->build_err)
+		return p->build_err;
+	nv_buf_init(&v, KV_VAL_MAX);
+	rc = kv_get(kv, p->key, strlen(p->key), &v, &ver);
+	nv_buf_free(&v);
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (p->builds <= p->race_until)
+		assert_int_equal(kv_put(kv, S(p->key), S("racer")), 0);
+	rc = kv_txn_cmp_ver(t, p->key, strlen(p->key), rc == -ENOENT ? 0 : ver);
+	if (!rc)
+		rc = kv_txn_put(t, S(p->key), S(p->val));
+	return rc;
+}
+
+static int cas_cancelled(void *arg, struct kv *kv)
+{
+	struct cas_probe *p = arg;
+
+	(void)kv;
+	p->cancels++;
+	return p->cancelled_rc;
+}
+
+static void test_kv_cas_retries_up_to_bound(void **state)
+{
+	struct fx *f = *state;
+	struct kv_cas how = { .build = cas_build, .cancelled = cas_cancelled, .attempts = 5 };
+	struct cas_probe p = { .key = "cas", .race_until = 1000, .val = "mine",
+			       .cancelled_rc = -ECANCELED };
+
+	/* Every attempt loses: five builds, five commits, -ECANCELED. */
+	assert_int_equal(kv_cas_run(f->kv, &how, &p, NULL), -ECANCELED);
+	assert_int_equal(p.builds, 5);
+	assert_int_equal(p.cancels, 5);
+	expect_s(f->kv, "cas", "racer");
+}
+
+static void test_kv_cas_stops_on_success(void **state)
+{
+	struct fx *f = *state;
+	struct kv_cas how = { .build = cas_build, .attempts = 64 };
+	struct cas_probe p = { .key = "cas", .race_until = 2, .val = "mine" };
+	uint64_t rev = 0;
+
+	/* Two lost races, then the third attempt commits and stops. */
+	assert_int_equal(kv_cas_run(f->kv, &how, &p, &rev), 0);
+	assert_int_equal(p.builds, 3);
+	assert_true(expect_s(f->kv, "cas", "mine") == rev);
+}
+
+static void test_kv_cas_stops_on_other_errors(void **state)
+{
+	struct fx *f = *state;
+	struct kv_cas how = { .build = cas_build, .cancelled = cas_cancelled, .attempts = 64 };
+	struct cas_probe p = { .key = "cas", .val = "mine", .build_err = -ENOENT };
+
+	/* A build's error ends the run at once. */
+	assert_int_equal(kv_cas_run(f->kv, &how, &p, NULL), -ENOENT);
+	assert_int_equal(p.builds, 1);
+	expect_absent(f->kv, S("cas"));
+	/* So does a commit error other than -ECANCELED. */
+	p = (struct cas_probe){ .key = "cas", .val = "mine" };
+	assert_int_equal(nv_fp_arm("meta.commit=error"), 0);
+	assert_int_equal(kv_cas_run(f->kv, &how, &p, NULL), -EIO);
+	nv_fp_reset();
+	assert_int_equal(p.builds, 1);
+	assert_int_equal(p.cancels, 0);
+	expect_absent(f->kv, S("cas"));
+	/* And cancelled() deciding: one lost race, -EEXIST. */
+	p = (struct cas_probe){ .key = "cas", .val = "mine", .race_until = 1,
+				.cancelled_rc = -EEXIST };
+	assert_int_equal(kv_cas_run(f->kv, &how, &p, NULL), -EEXIST);
+	assert_int_equal(p.builds, 1);
+	assert_int_equal(p.cancels, 1);
+	expect_s(f->kv, "cas", "racer");
+}
+
+static void test_kv_cas_eagain_and_done(void **state)
+{
+	struct fx *f = *state;
+	struct kv_cas how = { .build = cas_build, .attempts = 64 };
+	struct cas_probe p = { .key = "cas", .val = "mine" };
+	char spec[64];
+
+	/* -EAGAIN from the commit: retried only with retry_eagain. */
+	snprintf(spec, sizeof(spec), "meta.commit=error:%d@1-2", EAGAIN);
+	assert_int_equal(nv_fp_arm(spec), 0);
+	assert_int_equal(kv_cas_run(f->kv, &how, &p, NULL), -EAGAIN);
+	assert_int_equal(p.builds, 1);
+	nv_fp_reset();
+	assert_int_equal(nv_fp_arm(spec), 0);
+	how.retry_eagain = true;
+	p = (struct cas_probe){ .key = "cas", .val = "mine" };
+	assert_int_equal(kv_cas_run(f->kv, &how, &p, NULL), 0);
+	nv_fp_reset();
+	assert_int_equal(p.builds, 3);
+	expect_s(f->kv, "cas", "mine");
+	/* KV_CAS_DONE: 0, nothing committed. */
+	p = (struct cas_probe){ .key = "cas", .val = "other", .build_err = KV_CAS_DONE };
+	assert_int_equal(kv_cas_run(f->kv, &how, &p, NULL), 0);
+	assert_int_equal(p.builds, 1);
+	expect_s(f->kv, "cas", "mine");
+}
+
 static void test_kv_open_bad_url(void **state)
 {
 	static const char *const bad[] = {
@@ -1040,6 +1166,10 @@ int main(void)
 		T(test_kv_concurrent_cas_counter),
 		T(test_kv_persists_across_reopen),
 		T(test_kv_commit_failpoint),
+		T(test_kv_cas_retries_up_to_bound),
+		T(test_kv_cas_stops_on_success),
+		T(test_kv_cas_stops_on_other_errors),
+		T(test_kv_cas_eagain_and_done),
 		cmocka_unit_test(test_kv_open_bad_url),
 		T(test_kv_open_not_a_database),
 		T(test_kv_commit_latency),
