@@ -14,6 +14,7 @@
 #include "src/base/clock.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
+#include "src/base/u64map.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,33 +31,28 @@
 /* ------------------------------------------------------ batch commit */
 
 struct ref_build {
-	struct meta_ref *refs;
+	struct meta_ref *refs; /* cap entries, allocated once: never moves */
 	uint32_t n, cap;
-	/* stream id -> index in refs, open addressing */
-	uint64_t *keys;
-	uint32_t *vals;
-	uint32_t nslots_map;
+	struct u64map *by_stream; /* stream id -> its ref in refs */
 };
 
-static int rb_index(struct ref_build *b, uint64_t stream, bool *fresh)
+/* The ref of stream in b (*fresh when just made), or NULL on ENOMEM. */
+static struct meta_ref *rb_ref(struct ref_build *b, uint64_t stream, bool *fresh)
 {
-	uint32_t mask = b->nslots_map - 1;
-	uint32_t h = (uint32_t)((stream * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+	struct meta_ref *r = u64map_get(b->by_stream, stream);
 
-	while (b->vals[h] != UINT32_MAX) {
-		if (b->keys[h] == stream) {
-			*fresh = false;
-			return (int)b->vals[h];
-		}
-		h = (h + 1) & mask;
-	}
+	*fresh = false;
+	if (r)
+		return r;
 	if (b->n == b->cap)
-		return -ENOMEM; /* sized up front; cannot happen */
-	b->keys[h] = stream;
-	b->vals[h] = b->n;
-	meta_ref_init(&b->refs[b->n]);
+		return NULL; /* sized up front; cannot happen */
+	r = &b->refs[b->n];
+	if (u64map_put(b->by_stream, stream, r))
+		return NULL;
+	meta_ref_init(r);
+	b->n++;
 	*fresh = true;
-	return (int)b->n++;
+	return r;
 }
 
 static void rb_free(struct ref_build *b)
@@ -64,8 +60,7 @@ static void rb_free(struct ref_build *b)
 	for (uint32_t i = 0; i < b->n; i++)
 		meta_ref_clear(&b->refs[i]);
 	free(b->refs);
-	free(b->keys);
-	free(b->vals);
+	u64map_free(b->by_stream);
 }
 
 uint64_t absorb_jitter_ns(uint64_t stream_id, uint64_t linger_ns)
@@ -87,15 +82,10 @@ static int stream_cmp(const void *x, const void *y)
 static int rb_init(struct ref_build *b, uint64_t total)
 {
 	b->cap = (uint32_t)(total ? total : 1);
-	b->nslots_map = 16;
-	while (b->nslots_map < b->cap * 2)
-		b->nslots_map *= 2;
 	b->refs = calloc(b->cap, sizeof(*b->refs));
-	b->keys = calloc(b->nslots_map, sizeof(*b->keys));
-	b->vals = malloc(b->nslots_map * sizeof(*b->vals));
-	if (!b->refs || !b->keys || !b->vals)
+	b->by_stream = u64map_new(b->cap);
+	if (!b->refs || !b->by_stream)
 		return -ENOMEM;
-	memset(b->vals, 0xff, b->nslots_map * sizeof(*b->vals));
 	return 0;
 }
 
@@ -132,12 +122,11 @@ static int build_run(struct ref_build *b, const struct meta_chain *row,
 		.footer_len = slot->footer_len,
 	};
 	bool fresh;
-	int idx = rb_index(b, run->stream_id, &fresh), rc;
-	struct meta_ref *r;
+	struct meta_ref *r = rb_ref(b, run->stream_id, &fresh);
+	int rc;
 
-	if (idx < 0)
-		return idx;
-	r = &b->refs[idx];
+	if (!r)
+		return -ENOMEM;
 	if (fresh) {
 		r->stream_id = run->stream_id;
 		r->kind = META_REF_SPAN;

@@ -110,7 +110,11 @@ int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
 	fs->cfg = *cfg;
 	if (cfg->data_dir)
 		fs->data_dir = strdup(cfg->data_dir);
-	fs_nodes_init(&fs->nodes);
+	if (fs_nodes_init(&fs->nodes)) {
+		free(fs->data_dir);
+		free(fs);
+		return -ENOMEM;
+	}
 	pthread_key_create(&fs->bufkey, free);
 	clock_gettime(CLOCK_REALTIME, &fs->started);
 	*out = fs;

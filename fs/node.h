@@ -8,8 +8,7 @@
  * engine's table of loaded streams (engine/stream.h), which this only
  * holds references into.
  *
- * Locking: nodes->lock guards buckets[] and every node's nlookup and
- * hnext; a node's ino, kind, bucket and stream are immutable once it is
+ * Locking: nodes->lock guards the map and every node's nlookup; a node's ino, kind, bucket and stream are immutable once it is
  * in the table.  The lock is a leaf: nothing is called under it but
  * calloc/free, except that fs_nodes_clear() (at shutdown) drops stream
  * references under it; elsewhere they are dropped after unlocking.
@@ -19,7 +18,7 @@
  *     it: a request in flight on an inode pins it (the kernel sends no
  *     forget for an inode it is using), so no reference is taken.
  *  2. A stream node holds one stream reference, dropped with the node.
- *  3. The root and .follow nodes are embedded, never in buckets[], never
+ *  3. The root and .follow nodes are embedded, never in the map, never
  *     forgotten.
  */
 #ifndef NOVAFS_FS_NODE_H
@@ -32,8 +31,7 @@
 #include "engine/star.h"
 #include "fs/handle.h"
 #include "src/base/names.h"
-
-#define FS_NODE_BUCKETS 1024 /* hash chains; a power of two (fs_node hash) */
+#include "src/base/u64map.h"
 
 struct fs_node {
 	uint64_t ino;
@@ -41,18 +39,18 @@ struct fs_node {
 	char bucket[NV_BUCKET_NAME_MAX + 1];
 	struct nv_stream *stream; /* FS_NODE_STREAM, FS_NODE_FOLLOW_STREAM: a reference */
 	uint64_t nlookup;         /* protected by nodes->lock */
-	struct fs_node *hnext;    /* protected by nodes->lock */
 };
 
 struct fs_nodes {
 	pthread_mutex_t lock;
-	struct fs_node *buckets[FS_NODE_BUCKETS]; /* protected by lock */
+	struct u64map *map;                       /* ino -> node; protected by lock */
 	struct fs_node root;                      /* immutable */
 	struct fs_node follow_root;               /* MOUNT/.follow; immutable */
 };
 
-/* Set up an empty table (t caller-owned) with its root and .follow. */
-void fs_nodes_init(struct fs_nodes *t);
+/* Set up an empty table (t caller-owned) with its root and .follow.
+ * 0 or -ENOMEM (nothing to undo). */
+int fs_nodes_init(struct fs_nodes *t) __attribute__((warn_unused_result));
 /* Drop every node and its stream reference (at shutdown: no request is
  * in flight). */
 void fs_nodes_clear(struct fs_nodes *t);
