@@ -60,34 +60,6 @@ struct star {
 	_Atomic uint64_t epochs[NV_CLASS_COUNT];
 };
 
-void star_cfg_defaults(struct star_cfg *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->backlog_bytes = 128ull << 20;
-	c->tail_cache_bytes = 128ull << 20;
-	c->read_cache_bytes = 64ull << 20;
-	c->flight_max = 4ull << 20;
-	c->linger_ns = 1 * NV_NS_PER_MS;
-	c->put_timeout_ns = 10 * NV_NS_PER_S;
-	c->put_window = 4;
-	c->chunk_kib = 512;
-	c->zstd_level = 1;
-	c->prefetch_threads = 4;
-	c->readahead = 8;
-	c->absorb_batch_slots = 256;
-	c->absorb_linger_ns = 2 * NV_NS_PER_MS;
-	/* Settlement defaults: novafs(8) justifies each. */
-	c->age_cap_ns[NV_CLASS_STANDARD] = 1800 * NV_NS_PER_S;
-	c->age_cap_ns[NV_CLASS_EXPRESS] = 120 * NV_NS_PER_S;
-	c->settle_trigger_bytes = 8ull << 20;
-	c->settle_linger_ns = 30 * NV_NS_PER_S;
-	c->output_cap_bytes = 128ull << 20;
-	c->read_grace_ns = 30 * NV_NS_PER_S;
-	c->fetch_cache_bytes = 256ull << 20;
-	c->settle_workers = 2;
-	c->audit_period_ns = NV_NS_PER_S;
-}
-
 const char *star_id(const struct star *st)
 {
 	return st->id;

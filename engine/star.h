@@ -44,6 +44,8 @@
 
 struct star;
 
+/* The caller sets every tunable: their defaults and ranges live in one
+ * place, src/novafs.c's option table (novafs(8) justifies each). */
 struct star_cfg {
 	const char *data_dir;      /* required: lock file, default store and metastore */
 	const char *store_url;     /* NULL: dir:DATA_DIR/objects (the standard bucket) */
@@ -80,9 +82,6 @@ struct star_cfg {
 	void (*acked)(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
 	void *acked_arg;
 };
-
-/* Defaults for every tunable (src/novafs.c documents them in --help). */
-void star_cfg_defaults(struct star_cfg *cfg);
 
 /* Open and start.  0 and *out; -EBUSY (another star holds DATA_DIR),
  * -EIO (recovery could not settle an epoch: see the log), or the error
