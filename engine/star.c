@@ -16,8 +16,7 @@
 #include "engine/fetch.h"
 #include "engine/layout.h"
 #include "engine/recover.h"
-#include "engine/store/fault.h"
-#include "engine/store/set.h"
+#include "engine/stack.h"
 #include "engine/store/store.h"
 #include "engine/tailcache.h"
 #include "meta/chains.h"
@@ -353,11 +352,130 @@ static uint64_t restart_class(void *arg, unsigned cls, uint64_t epoch)
 	return st->epochs[cls];
 }
 
+/* Invariant 1: DATA_DIR exists and this star holds its flock. */
+static int lock_data_dir(struct star *st)
+{
+	char path[4096];
+	int rc = mkdir_p(st->data_dir, 0700);
+
+	if (rc) {
+		nv_log(NV_ERR, NV_SUB_MAIN, "data directory %s: %s", st->data_dir, strerror(-rc));
+		return rc;
+	}
+	snprintf(path, sizeof(path), "%s/lock", st->data_dir);
+	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (st->lock_fd < 0) {
+		rc = -errno;
+		nv_log(NV_ERR, NV_SUB_MAIN, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	if (flock(st->lock_fd, LOCK_EX | LOCK_NB)) {
+		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		nv_log(NV_ERR, NV_SUB_MAIN, "%s is in use by another novafs (lock %s)",
+		       st->data_dir, path);
+		return rc;
+	}
+	return 0;
+}
+
+/* The store and the metastore (engine/stack.h). */
+static int open_stack(struct star *st)
+{
+	const struct star_cfg *cfg = &st->cfg;
+	struct stack_cfg sc = {
+		.data_dir = st->data_dir, .store_url = cfg->store_url,
+		.express_urls = cfg->express_urls, .location = cfg->location,
+		.store_faults = cfg->store_faults, .meta_url = cfg->meta_url,
+	};
+	struct stack stk;
+	struct stack_failure why;
+	int rc = stack_open(&sc, &stk, &why);
+
+	if (rc) {
+		if (why.part == STACK_STORE)
+			nv_log(NV_ERR, NV_SUB_MAIN, "opening the object store failed: %s",
+			       strerror(-rc));
+		else if (why.part == STACK_EXPRESS)
+			nv_log(NV_ERR, NV_SUB_MAIN, "opening the express bucket set failed: %s",
+			       strerror(-rc));
+		else if (why.part == STACK_META)
+			nv_log(NV_ERR, NV_SUB_MAIN, "opening the metastore failed: %s",
+			       strerror(-rc));
+		return rc;
+	}
+	st->store = stk.store;
+	st->kv = stk.kv;
+	return 0;
+}
+
+/* The caches and the read engine over the stack. */
+static int start_caches(struct star *st)
+{
+	const struct star_cfg *cfg = &st->cfg;
+	char path[4096];
+	struct read_cfg rcfg = {
+		.store = st->store, .kv = st->kv, .stats = &st->stats,
+		.star = st->id, .cache_bytes = cfg->read_cache_bytes,
+		.prefetch_threads = cfg->prefetch_threads, .readahead = cfg->readahead,
+	};
+	int rc;
+
+	if (cfg->scratch_dir)
+		snprintf(path, sizeof(path), "%s", cfg->scratch_dir);
+	else
+		snprintf(path, sizeof(path), "%s/scratch", st->data_dir);
+	rc = fetch_cache_new(st->store, path, cfg->fetch_cache_bytes, &st->fc);
+	if (rc)
+		return rc;
+	st->streams = stream_table_new();
+	st->backlog = backlog_new(cfg->backlog_bytes, &st->stats);
+	st->tc = tailcache_new(cfg->tail_cache_bytes, &st->stats);
+	if (!st->streams || !st->backlog || !st->tc)
+		return -ENOMEM;
+	rcfg.tc = st->tc;
+	return read_engine_new(&rcfg, &st->re);
+}
+
+/*
+ * Invariant 2: the auditor settles what earlier incarnations left (they
+ * are below the new mint heads now) and then opens the gate; stream
+ * loads wait for it.
+ */
+static int start_auditor(struct star *st)
+{
+	const struct star_cfg *cfg = &st->cfg;
+	struct auditor_cfg ac = { 0 };
+
+	ac.star = st->id;
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
+		ac.live_epochs[cls] = st->epochs[cls];
+	ac.recover = st->recover;
+	ac.halted = restart_class;
+	ac.arg = st;
+	ac.period_ns = cfg->audit_period_ns;
+	ac.settle.store = st->store;
+	ac.settle.kv = st->kv;
+	ac.settle.stats = &st->stats;
+	ac.settle.fc = st->fc;
+	ac.settle.fetch_budget = cfg->fetch_cache_bytes;
+	ac.settle.trigger_bytes = cfg->settle_trigger_bytes;
+	ac.settle.output_cap_bytes = cfg->output_cap_bytes;
+	ac.settle.read_grace_ns = cfg->read_grace_ns;
+	memcpy(ac.settle.age_cap_ns, cfg->age_cap_ns, sizeof(ac.settle.age_cap_ns));
+	ac.settle.workers = cfg->settle_workers;
+	ac.settle.settled = on_settled;
+	ac.settle.arg = st;
+	ac.trim.store = st->store;
+	ac.trim.kv = st->kv;
+	ac.trim.stats = &st->stats;
+	ac.trim.read_grace_ns = cfg->read_grace_ns;
+	return auditor_new(&ac, &st->auditor);
+}
+
 int star_open(const struct star_cfg *cfg, struct star **out)
 {
 	struct star *st = calloc(1, sizeof(*st));
 	pthread_rwlockattr_t ra;
-	char path[4096];
 	int rc;
 
 	if (!st)
@@ -371,146 +489,26 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	pthread_rwlockattr_destroy(&ra);
 	st->lock_fd = -1;
 	st->data_dir = strdup(cfg->data_dir);
-	if (!st->data_dir) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	rc = mkdir_p(st->data_dir, 0700);
-	if (rc) {
-		nv_log(NV_ERR, NV_SUB_MAIN, "data directory %s: %s", st->data_dir, strerror(-rc));
-		goto fail;
-	}
-	snprintf(path, sizeof(path), "%s/lock", st->data_dir);
-	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (st->lock_fd < 0) {
-		rc = -errno;
-		nv_log(NV_ERR, NV_SUB_MAIN, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (flock(st->lock_fd, LOCK_EX | LOCK_NB)) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		nv_log(NV_ERR, NV_SUB_MAIN, "%s is in use by another novafs (lock %s)",
-		       st->data_dir, path);
-		goto fail;
-	}
-	rc = load_star_id(st);
+	rc = st->data_dir ? lock_data_dir(st) : -ENOMEM;
+	if (!rc)
+		rc = load_star_id(st);
+	if (!rc)
+		rc = open_stack(st);
 	if (rc)
 		goto fail;
-
-	if (cfg->store_url) {
-		rc = store_open(cfg->store_url, &st->store);
-	} else {
-		snprintf(path, sizeof(path), "dir:%s/objects", st->data_dir);
-		rc = store_open(path, &st->store);
-	}
-	if (rc) {
-		nv_log(NV_ERR, NV_SUB_MAIN, "opening the object store failed: %s", strerror(-rc));
-		goto fail;
-	}
-	if (cfg->express_urls && *cfg->express_urls) {
-		struct store *express = NULL, *std = st->store;
-
-		st->store = NULL;
-		rc = store_set_open(cfg->express_urls, cfg->location, &express);
-		if (rc) {
-			store_close(std);
-			nv_log(NV_ERR, NV_SUB_MAIN, "opening the express bucket set failed: %s",
-			       strerror(-rc));
-			goto fail;
-		}
-		rc = store_route_new(std, express, &st->store);
-		if (rc)
-			goto fail;
-	}
-	if (cfg->store_faults && *cfg->store_faults) {
-		struct store *inner = st->store;
-
-		st->store = NULL;
-		rc = fault_store_wrap(inner, cfg->store_faults, &st->store);
-		if (rc)
-			goto fail;
-	}
-	if (cfg->meta_url) {
-		rc = kv_open(cfg->meta_url, &st->kv);
-	} else {
-		snprintf(path, sizeof(path), "sqlite:%s/meta.db", st->data_dir);
-		rc = kv_open(path, &st->kv);
-	}
-	if (rc) {
-		nv_log(NV_ERR, NV_SUB_MAIN, "opening the metastore failed: %s", strerror(-rc));
-		goto fail;
-	}
-
 	st->recover.store = st->store;
 	st->recover.kv = st->kv;
 	st->recover.stats = &st->stats;
 	st->recover.policy.age_cap_ns = cfg->age_cap_ns[NV_CLASS_STANDARD];
 	st->recover.batch_slots = cfg->absorb_batch_slots;
 	st->recover.probe_window = cfg->put_window * 4 + 16;
-
-	if (cfg->scratch_dir)
-		snprintf(path, sizeof(path), "%s", cfg->scratch_dir);
-	else
-		snprintf(path, sizeof(path), "%s/scratch", st->data_dir);
-	rc = fetch_cache_new(st->store, path, cfg->fetch_cache_bytes, &st->fc);
+	rc = start_caches(st);
+	for (unsigned cls = 0; !rc && cls < NV_CLASS_COUNT; cls++)
+		rc = start_class(st, cls);
+	if (!rc)
+		rc = start_auditor(st);
 	if (rc)
 		goto fail;
-	st->streams = stream_table_new();
-	st->backlog = backlog_new(cfg->backlog_bytes, &st->stats);
-	st->tc = tailcache_new(cfg->tail_cache_bytes, &st->stats);
-	if (!st->streams || !st->backlog || !st->tc) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	{
-		struct read_cfg rcfg = {
-			.store = st->store, .kv = st->kv, .tc = st->tc, .stats = &st->stats,
-			.star = st->id, .cache_bytes = cfg->read_cache_bytes,
-			.prefetch_threads = cfg->prefetch_threads, .readahead = cfg->readahead,
-		};
-
-		rc = read_engine_new(&rcfg, &st->re);
-		if (rc)
-			goto fail;
-	}
-	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
-		rc = start_class(st, cls);
-		if (rc)
-			goto fail;
-	}
-	/* Invariant 2: the auditor settles what earlier incarnations left
-	 * (they are below the new mint heads now) and then opens the gate;
-	 * stream loads wait for it. */
-	{
-		struct auditor_cfg ac = { 0 };
-
-		ac.star = st->id;
-		for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
-			ac.live_epochs[cls] = st->epochs[cls];
-		ac.recover = st->recover;
-		ac.halted = restart_class;
-		ac.arg = st;
-		ac.period_ns = cfg->audit_period_ns;
-		ac.settle.store = st->store;
-		ac.settle.kv = st->kv;
-		ac.settle.stats = &st->stats;
-		ac.settle.fc = st->fc;
-		ac.settle.fetch_budget = cfg->fetch_cache_bytes;
-		ac.settle.trigger_bytes = cfg->settle_trigger_bytes;
-		ac.settle.output_cap_bytes = cfg->output_cap_bytes;
-		ac.settle.read_grace_ns = cfg->read_grace_ns;
-		memcpy(ac.settle.age_cap_ns, cfg->age_cap_ns, sizeof(ac.settle.age_cap_ns));
-		ac.settle.workers = cfg->settle_workers;
-		ac.settle.settled = on_settled;
-		ac.settle.arg = st;
-		ac.trim.store = st->store;
-		ac.trim.kv = st->kv;
-		ac.trim.stats = &st->stats;
-		ac.trim.read_grace_ns = cfg->read_grace_ns;
-		rc = auditor_new(&ac, &st->auditor);
-		if (rc)
-			goto fail;
-	}
 	*out = st;
 	return 0;
 fail:
@@ -573,8 +571,7 @@ int star_close(struct star *st)
 	tailcache_free(st->tc);
 	backlog_free(st->backlog);
 	stream_table_free(st->streams);
-	kv_close(st->kv);
-	store_close(st->store);
+	stack_close(&(struct stack){ .store = st->store, .kv = st->kv });
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)

@@ -228,7 +228,8 @@ static void map_options(const struct options *o, struct star_cfg *s, struct fs_c
 #define STAR(field) s->field =
 #define FS(field) f->field =
 #define DAEMON() (void)
-#define OPT_MAP_NUM(name, type, meta, def, lo, hi, unit, to, help) to OPT_SCALE_##type(o->name, unit);
+#define OPT_MAP_NUM(name, type, meta, def, lo, hi, unit, to, help) \
+	to OPT_SCALE_##type(o->name, unit);
 #define OPT_MAP_STR(name, meta, def, to, help) to o->name;
 	NOVAFS_OPTIONS(OPT_MAP_NUM, OPT_MAP_STR)
 #undef OPT_MAP_NUM
