@@ -1,11 +1,25 @@
 /*
  * star.c - see star.h.
  *
- * Ownership: the star owns the store, the metastore, the stream table,
- * the backlog, the tail cache, the read engine, and per class one chain
- * and one absorb.  All are created in star_open() and torn down in
- * star_close() in reverse order.  Everything a star holds after open is
- * immutable except through those modules' own locking.
+ * For: the star's lifecycle (star_open(), restart_class(), star_close())
+ * and the calls fs/ makes, each a short delegation to the module that
+ * does the work.  Not for: assembling the store and metastore
+ * (engine/stack.c), the data directory's lock and star id
+ * (engine/datadir.c), settling and trimming (engine/auditor.c).
+ *
+ * Ownership: the star owns the data directory's lock, the stack (store
+ * and metastore, from stack_open()), the fetch cache, the stream table,
+ * the backlog, the tail cache, the read engine, the auditor, and per
+ * class one chain and one absorb.  All are created in star_open() and
+ * torn down in star_close() in reverse order.
+ *
+ * Invariants:
+ *  1. Everything a star holds after open is immutable except chains[c]
+ *     and absorbs[c], and those change only under class_lock[c] held
+ *     exclusively (restart_class()); every other field changes through
+ *     its own module's locking.
+ *  2. Lock order here: class_lock[c] -> the chain's admission lock
+ *     (chain_admission_lock()) -> a stream's lock (s->lock).
  */
 #include "config.h"
 #include "engine/star.h"
@@ -13,6 +27,7 @@
 #include "engine/auditor.h"
 #include "engine/backlog.h"
 #include "engine/chain.h"
+#include "engine/datadir.h"
 #include "engine/fetch.h"
 #include "engine/layout.h"
 #include "engine/recover.h"
@@ -25,14 +40,12 @@
 #include "src/base/clock.h"
 #include "src/base/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct star {
@@ -88,95 +101,6 @@ void star_get_gauges(struct star *st, struct star_gauges *g)
 }
 
 /* ------------------------------------------------------------ start-up */
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, mode) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* DATA_DIR/star-id: read it, or create it once (durably). */
-static int load_star_id(struct star *st)
-{
-	char path[4096], tmp[4096], buf[64];
-	ssize_t n;
-	int fd, rc;
-
-	if (st->cfg.star_id) {
-		if (meta_star_check(st->cfg.star_id)) {
-			nv_log(NV_ERR, NV_SUB_MAIN,
-			       "star id '%s' is invalid: 1-32 of a-z, 0-9 and '-'", st->cfg.star_id);
-			return -EINVAL;
-		}
-		snprintf(st->id, sizeof(st->id), "%s", st->cfg.star_id);
-		return 0;
-	}
-	snprintf(path, sizeof(path), "%s/star-id", st->data_dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			return -EIO;
-		buf[n] = 0;
-		buf[strcspn(buf, "\n")] = 0;
-		if (meta_star_check(buf)) {
-			nv_log(NV_ERR, NV_SUB_MAIN, "%s holds an invalid star id", path);
-			return -EINVAL;
-		}
-		memcpy(st->id, buf, strlen(buf) + 1); /* <= META_STAR_MAX: checked */
-		return 0;
-	}
-	if (errno != ENOENT)
-		return -errno;
-	{
-		unsigned char rnd[4];
-		int r = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-		if (r < 0 || read(r, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd)) {
-			if (r >= 0)
-				close(r);
-			return -EIO;
-		}
-		close(r);
-		snprintf(st->id, sizeof(st->id), "s%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
-			 rnd[3]);
-	}
-	snprintf(tmp, sizeof(tmp), "%s/star-id.tmp", st->data_dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	n = snprintf(buf, sizeof(buf), "%s\n", st->id);
-	rc = (write(fd, buf, (size_t)n) == n && fsync(fd) == 0) ? 0 : -EIO;
-	close(fd);
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (!rc) {
-		int d = open(st->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (d >= 0) {
-			fsync(d);
-			close(d);
-		}
-		nv_log(NV_INFO, NV_SUB_MAIN, "new star id %s (in %s)", st->id, path);
-	}
-	return rc;
-}
 
 static void on_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte)
 {
@@ -275,7 +199,25 @@ struct reset_arg {
 	int err;
 };
 
-/* After a class's epoch was settled: positions come from the refs. */
+#ifndef NDEBUG
+/* Debug builds: is class_lock[cls] held for writing?  As lockcheck.h
+ * does for mutexes: a try-lock that fails means somebody holds it (false
+ * negatives when another thread does; never false positives). */
+static int class_lock_is_held(struct star *st, unsigned cls)
+{
+	if (pthread_rwlock_tryrdlock(&st->class_lock[cls]) == 0) {
+		pthread_rwlock_unlock(&st->class_lock[cls]);
+		return 0;
+	}
+	return 1;
+}
+#endif
+
+/*
+ * After a class's epoch was settled: positions come from the refs.
+ * Called by restart_class() through stream_table_each() with
+ * class_lock[cls] held exclusively and no chain of the class running.
+ */
 static void reset_stream(void *arg, struct nv_stream *s)
 {
 	struct reset_arg *r = arg;
@@ -283,6 +225,7 @@ static void reset_stream(void *arg, struct nv_stream *s)
 	uint64_t end_seq = 0, end_byte = 0;
 	int rc;
 
+	assert(class_lock_is_held(r->st, r->cls));
 	if (s->cls != r->cls)
 		return;
 	meta_ref_init(&ref);
@@ -350,32 +293,6 @@ static uint64_t restart_class(void *arg, unsigned cls, uint64_t epoch)
 		return 0;
 	}
 	return st->epochs[cls];
-}
-
-/* Invariant 1: DATA_DIR exists and this star holds its flock. */
-static int lock_data_dir(struct star *st)
-{
-	char path[4096];
-	int rc = mkdir_p(st->data_dir, 0700);
-
-	if (rc) {
-		nv_log(NV_ERR, NV_SUB_MAIN, "data directory %s: %s", st->data_dir, strerror(-rc));
-		return rc;
-	}
-	snprintf(path, sizeof(path), "%s/lock", st->data_dir);
-	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (st->lock_fd < 0) {
-		rc = -errno;
-		nv_log(NV_ERR, NV_SUB_MAIN, "%s: %s", path, strerror(errno));
-		return rc;
-	}
-	if (flock(st->lock_fd, LOCK_EX | LOCK_NB)) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		nv_log(NV_ERR, NV_SUB_MAIN, "%s is in use by another novafs (lock %s)",
-		       st->data_dir, path);
-		return rc;
-	}
-	return 0;
 }
 
 /* The store and the metastore (engine/stack.h). */
@@ -489,9 +406,9 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	pthread_rwlockattr_destroy(&ra);
 	st->lock_fd = -1;
 	st->data_dir = strdup(cfg->data_dir);
-	rc = st->data_dir ? lock_data_dir(st) : -ENOMEM;
+	rc = st->data_dir ? datadir_lock(st->data_dir, &st->lock_fd) : -ENOMEM;
 	if (!rc)
-		rc = load_star_id(st);
+		rc = datadir_star_id(st->data_dir, cfg->star_id, st->id);
 	if (!rc)
 		rc = open_stack(st);
 	if (rc)

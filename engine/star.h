@@ -10,7 +10,8 @@
  *
  * Lifecycle:
  *
- *   star_open:  lock DATA_DIR, open store + metastore, mint a new epoch
+ *   star_open:  lock DATA_DIR (datadir_lock()), open store + metastore
+ *               (stack_open(), engine/stack.h), mint a new epoch
  *               per class, start a chain + absorb per class, start the
  *               auditor, which settles every epoch left unsettled
  *               (recover.h) and then opens the gate for stream loads

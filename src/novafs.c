@@ -10,8 +10,9 @@
  * setup_process() -> daemonize() (the parent waits for the child's
  * verdict on a pipe, so start-up errors reach the terminal) ->
  * start_engine() (recovery runs in star_open()) -> mount_and_serve().
- * Shut-down order (stop_engine()): the loop ends -> unmount -> close the
- * engine (flush, drain, absorb, mark epochs settled) -> free.
+ * Shut-down order (mount_and_serve(), then teardown()): the loop ends ->
+ * close the engine (flush, drain, absorb, mark epochs settled) while the
+ * device is open -> unmount -> free.
  *
  * Invariants:
  *  1. Every novafs option is one line of NOVAFS_OPTIONS below: the
