@@ -4,8 +4,9 @@
 # src/novafs.c generates from its one option table, NOVAFS_OPTIONS); the
 # entries come from the "novafs options" section of man/novafs.8 (each
 # headed by `.BI "\-o NAME=" META`).  The test fails when the man page
-# lacks an option, documents one that does not exist, or gives a numeric
-# option another default or range than --help.  No mount: it needs
+# lacks an option, documents one that does not exist, lists them in
+# another order, or gives a numeric option another default or range than
+# --help.  No mount: it needs
 # neither root nor /dev/fuse.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
@@ -94,8 +95,12 @@ done
 for n in "${!MAN_DEF[@]}"; do
 	[ -n "${HELP_DEF[$n]+set}" ] || problems+=("$NV_MAN documents -o $n, which novafs does not have")
 done
+if [ "${#problems[@]}" -eq 0 ] && ! cut -f1 "$TMP/help.opts" | cmp -s - <(cut -f1 "$TMP/man.opts"); then
+	problems+=("the man page lists the options in another order than --help:")
+	problems+=("$(diff <(cut -f1 "$TMP/help.opts") <(cut -f1 "$TMP/man.opts") || true)")
+fi
 if [ "${#problems[@]}" -gt 0 ]; then
 	printf '%s\n' "${problems[@]}" >&2
 	fail "${#problems[@]} difference(s) between novafs --help and $NV_MAN"
 fi
-say "PASS: ${#HELP_DEF[@]} options, each in the man page with the same default and range"
+say "PASS: ${#HELP_DEF[@]} options, each in the man page, in the same order, with the same default and range"
