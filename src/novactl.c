@@ -7,10 +7,14 @@
  *   novactl layout [-o OPTS] BUCKET/STREAM   the stream's full layout (JSON)
  *   novactl version
  *
- * OPTS: data_dir=DIR (default as for novafs), store=URL, meta=URL.
+ * OPTS: data_dir=DIR (default as for novafs), store=URL, express=URL;...,
+ * location=ZONE, meta=URL; the store and metastore are opened by
+ * stack_open() (engine/stack.h), as novafs opens them, except that the
+ * default metastore must exist already.
  * fsck refuses a data directory that a running novafs holds (its flock)
  * unless --force: the cursors would move under the check.  status reads
- * the metastore only and works on a mounted store.
+ * the metastore and lists the store (the unabsorbed slots), never
+ * writes, and works on a mounted store.
  */
 #include "config.h"
 #include "engine/chain.h"
