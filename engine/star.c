@@ -1,11 +1,25 @@
 /*
  * star.c - see star.h.
  *
- * Ownership: the star owns the store, the metastore, the stream table,
- * the backlog, the tail cache, the read engine, and per class one chain
- * and one absorb.  All are created in star_open() and torn down in
- * star_close() in reverse order.  Everything a star holds after open is
- * immutable except through those modules' own locking.
+ * For: the star's lifecycle (star_open(), restart_class(), star_close())
+ * and the calls fs/ makes, each a short delegation to the module that
+ * does the work.  Not for: assembling the store and metastore
+ * (engine/stack.c), the data directory's lock and star id
+ * (engine/datadir.c), settling and trimming (engine/auditor.c).
+ *
+ * Ownership: the star owns the data directory's lock, the stack (store
+ * and metastore, from stack_open()), the fetch cache, the stream table,
+ * the backlog, the tail cache, the read engine, the auditor, and per
+ * class one chain and one absorb.  All are created in star_open() and
+ * torn down in star_close() in reverse order.
+ *
+ * Invariants:
+ *  1. Everything a star holds after open is immutable except chains[c]
+ *     and absorbs[c], and those change only under class_lock[c] held
+ *     exclusively (restart_class()); every other field changes through
+ *     its own module's locking.
+ *  2. Lock order here: class_lock[c] -> the chain's admission lock
+ *     (chain_admission_lock()) -> a stream's lock (s->lock).
  */
 #include "config.h"
 #include "engine/star.h"
@@ -13,11 +27,11 @@
 #include "engine/auditor.h"
 #include "engine/backlog.h"
 #include "engine/chain.h"
+#include "engine/datadir.h"
 #include "engine/fetch.h"
 #include "engine/layout.h"
 #include "engine/recover.h"
-#include "engine/store/fault.h"
-#include "engine/store/set.h"
+#include "engine/stack.h"
 #include "engine/store/store.h"
 #include "engine/tailcache.h"
 #include "meta/chains.h"
@@ -26,14 +40,12 @@
 #include "src/base/clock.h"
 #include "src/base/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct star {
@@ -59,34 +71,6 @@ struct star {
 	struct absorb *absorbs[NV_CLASS_COUNT];
 	_Atomic uint64_t epochs[NV_CLASS_COUNT];
 };
-
-void star_cfg_defaults(struct star_cfg *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->backlog_bytes = 128ull << 20;
-	c->tail_cache_bytes = 128ull << 20;
-	c->read_cache_bytes = 64ull << 20;
-	c->flight_max = 4ull << 20;
-	c->linger_ns = 1 * NV_NS_PER_MS;
-	c->put_timeout_ns = 10 * NV_NS_PER_S;
-	c->put_window = 4;
-	c->chunk_kib = 512;
-	c->zstd_level = 1;
-	c->prefetch_threads = 4;
-	c->readahead = 8;
-	c->absorb_batch_slots = 256;
-	c->absorb_linger_ns = 2 * NV_NS_PER_MS;
-	/* Settlement defaults: novafs(8) justifies each. */
-	c->age_cap_ns[NV_CLASS_STANDARD] = 1800 * NV_NS_PER_S;
-	c->age_cap_ns[NV_CLASS_EXPRESS] = 120 * NV_NS_PER_S;
-	c->settle_trigger_bytes = 8ull << 20;
-	c->settle_linger_ns = 30 * NV_NS_PER_S;
-	c->output_cap_bytes = 128ull << 20;
-	c->read_grace_ns = 30 * NV_NS_PER_S;
-	c->fetch_cache_bytes = 256ull << 20;
-	c->settle_workers = 2;
-	c->audit_period_ns = NV_NS_PER_S;
-}
 
 const char *star_id(const struct star *st)
 {
@@ -117,95 +101,6 @@ void star_get_gauges(struct star *st, struct star_gauges *g)
 }
 
 /* ------------------------------------------------------------ start-up */
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, mode) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* DATA_DIR/star-id: read it, or create it once (durably). */
-static int load_star_id(struct star *st)
-{
-	char path[4096], tmp[4096], buf[64];
-	ssize_t n;
-	int fd, rc;
-
-	if (st->cfg.star_id) {
-		if (meta_star_check(st->cfg.star_id)) {
-			nv_log(NV_ERR, NV_SUB_MAIN,
-			       "star id '%s' is invalid: 1-32 of a-z, 0-9 and '-'", st->cfg.star_id);
-			return -EINVAL;
-		}
-		snprintf(st->id, sizeof(st->id), "%s", st->cfg.star_id);
-		return 0;
-	}
-	snprintf(path, sizeof(path), "%s/star-id", st->data_dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			return -EIO;
-		buf[n] = 0;
-		buf[strcspn(buf, "\n")] = 0;
-		if (meta_star_check(buf)) {
-			nv_log(NV_ERR, NV_SUB_MAIN, "%s holds an invalid star id", path);
-			return -EINVAL;
-		}
-		memcpy(st->id, buf, strlen(buf) + 1); /* <= META_STAR_MAX: checked */
-		return 0;
-	}
-	if (errno != ENOENT)
-		return -errno;
-	{
-		unsigned char rnd[4];
-		int r = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-		if (r < 0 || read(r, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd)) {
-			if (r >= 0)
-				close(r);
-			return -EIO;
-		}
-		close(r);
-		snprintf(st->id, sizeof(st->id), "s%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
-			 rnd[3]);
-	}
-	snprintf(tmp, sizeof(tmp), "%s/star-id.tmp", st->data_dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	n = snprintf(buf, sizeof(buf), "%s\n", st->id);
-	rc = (write(fd, buf, (size_t)n) == n && fsync(fd) == 0) ? 0 : -EIO;
-	close(fd);
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (!rc) {
-		int d = open(st->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (d >= 0) {
-			fsync(d);
-			close(d);
-		}
-		nv_log(NV_INFO, NV_SUB_MAIN, "new star id %s (in %s)", st->id, path);
-	}
-	return rc;
-}
 
 static void on_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte)
 {
@@ -304,7 +199,25 @@ struct reset_arg {
 	int err;
 };
 
-/* After a class's epoch was settled: positions come from the refs. */
+#ifndef NDEBUG
+/* Debug builds: is class_lock[cls] held for writing?  As lockcheck.h
+ * does for mutexes: a try-lock that fails means somebody holds it (false
+ * negatives when another thread does; never false positives). */
+static int class_lock_is_held(struct star *st, unsigned cls)
+{
+	if (pthread_rwlock_tryrdlock(&st->class_lock[cls]) == 0) {
+		pthread_rwlock_unlock(&st->class_lock[cls]);
+		return 0;
+	}
+	return 1;
+}
+#endif
+
+/*
+ * After a class's epoch was settled: positions come from the refs.
+ * Called by restart_class() through stream_table_each() with
+ * class_lock[cls] held exclusively and no chain of the class running.
+ */
 static void reset_stream(void *arg, struct nv_stream *s)
 {
 	struct reset_arg *r = arg;
@@ -312,6 +225,7 @@ static void reset_stream(void *arg, struct nv_stream *s)
 	uint64_t end_seq = 0, end_byte = 0;
 	int rc;
 
+	assert(class_lock_is_held(r->st, r->cls));
 	if (s->cls != r->cls)
 		return;
 	meta_ref_init(&ref);
@@ -381,11 +295,104 @@ static uint64_t restart_class(void *arg, unsigned cls, uint64_t epoch)
 	return st->epochs[cls];
 }
 
+/* The store and the metastore (engine/stack.h). */
+static int open_stack(struct star *st)
+{
+	const struct star_cfg *cfg = &st->cfg;
+	struct stack_cfg sc = {
+		.data_dir = st->data_dir, .store_url = cfg->store_url,
+		.express_urls = cfg->express_urls, .location = cfg->location,
+		.store_faults = cfg->store_faults, .meta_url = cfg->meta_url,
+	};
+	struct stack stk;
+	struct stack_failure why;
+	int rc = stack_open(&sc, &stk, &why);
+
+	if (rc) {
+		if (why.part == STACK_STORE)
+			nv_log(NV_ERR, NV_SUB_MAIN, "opening the object store failed: %s",
+			       strerror(-rc));
+		else if (why.part == STACK_EXPRESS)
+			nv_log(NV_ERR, NV_SUB_MAIN, "opening the express bucket set failed: %s",
+			       strerror(-rc));
+		else if (why.part == STACK_META)
+			nv_log(NV_ERR, NV_SUB_MAIN, "opening the metastore failed: %s",
+			       strerror(-rc));
+		return rc;
+	}
+	st->store = stk.store;
+	st->kv = stk.kv;
+	return 0;
+}
+
+/* The caches and the read engine over the stack. */
+static int start_caches(struct star *st)
+{
+	const struct star_cfg *cfg = &st->cfg;
+	char path[4096];
+	struct read_cfg rcfg = {
+		.store = st->store, .kv = st->kv, .stats = &st->stats,
+		.star = st->id, .cache_bytes = cfg->read_cache_bytes,
+		.prefetch_threads = cfg->prefetch_threads, .readahead = cfg->readahead,
+	};
+	int rc;
+
+	if (cfg->scratch_dir)
+		snprintf(path, sizeof(path), "%s", cfg->scratch_dir);
+	else
+		snprintf(path, sizeof(path), "%s/scratch", st->data_dir);
+	rc = fetch_cache_new(st->store, path, cfg->fetch_cache_bytes, &st->fc);
+	if (rc)
+		return rc;
+	st->streams = stream_table_new();
+	st->backlog = backlog_new(cfg->backlog_bytes, &st->stats);
+	st->tc = tailcache_new(cfg->tail_cache_bytes, &st->stats);
+	if (!st->streams || !st->backlog || !st->tc)
+		return -ENOMEM;
+	rcfg.tc = st->tc;
+	return read_engine_new(&rcfg, &st->re);
+}
+
+/*
+ * Invariant 2: the auditor settles what earlier incarnations left (they
+ * are below the new mint heads now) and then opens the gate; stream
+ * loads wait for it.
+ */
+static int start_auditor(struct star *st)
+{
+	const struct star_cfg *cfg = &st->cfg;
+	struct auditor_cfg ac = { 0 };
+
+	ac.star = st->id;
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
+		ac.live_epochs[cls] = st->epochs[cls];
+	ac.recover = st->recover;
+	ac.halted = restart_class;
+	ac.arg = st;
+	ac.period_ns = cfg->audit_period_ns;
+	ac.settle.store = st->store;
+	ac.settle.kv = st->kv;
+	ac.settle.stats = &st->stats;
+	ac.settle.fc = st->fc;
+	ac.settle.fetch_budget = cfg->fetch_cache_bytes;
+	ac.settle.trigger_bytes = cfg->settle_trigger_bytes;
+	ac.settle.output_cap_bytes = cfg->output_cap_bytes;
+	ac.settle.read_grace_ns = cfg->read_grace_ns;
+	memcpy(ac.settle.age_cap_ns, cfg->age_cap_ns, sizeof(ac.settle.age_cap_ns));
+	ac.settle.workers = cfg->settle_workers;
+	ac.settle.settled = on_settled;
+	ac.settle.arg = st;
+	ac.trim.store = st->store;
+	ac.trim.kv = st->kv;
+	ac.trim.stats = &st->stats;
+	ac.trim.read_grace_ns = cfg->read_grace_ns;
+	return auditor_new(&ac, &st->auditor);
+}
+
 int star_open(const struct star_cfg *cfg, struct star **out)
 {
 	struct star *st = calloc(1, sizeof(*st));
 	pthread_rwlockattr_t ra;
-	char path[4096];
 	int rc;
 
 	if (!st)
@@ -399,146 +406,26 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	pthread_rwlockattr_destroy(&ra);
 	st->lock_fd = -1;
 	st->data_dir = strdup(cfg->data_dir);
-	if (!st->data_dir) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	rc = mkdir_p(st->data_dir, 0700);
-	if (rc) {
-		nv_log(NV_ERR, NV_SUB_MAIN, "data directory %s: %s", st->data_dir, strerror(-rc));
-		goto fail;
-	}
-	snprintf(path, sizeof(path), "%s/lock", st->data_dir);
-	st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (st->lock_fd < 0) {
-		rc = -errno;
-		nv_log(NV_ERR, NV_SUB_MAIN, "%s: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (flock(st->lock_fd, LOCK_EX | LOCK_NB)) {
-		rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		nv_log(NV_ERR, NV_SUB_MAIN, "%s is in use by another novafs (lock %s)",
-		       st->data_dir, path);
-		goto fail;
-	}
-	rc = load_star_id(st);
+	rc = st->data_dir ? datadir_lock(st->data_dir, &st->lock_fd) : -ENOMEM;
+	if (!rc)
+		rc = datadir_star_id(st->data_dir, cfg->star_id, st->id);
+	if (!rc)
+		rc = open_stack(st);
 	if (rc)
 		goto fail;
-
-	if (cfg->store_url) {
-		rc = store_open(cfg->store_url, &st->store);
-	} else {
-		snprintf(path, sizeof(path), "dir:%s/objects", st->data_dir);
-		rc = store_open(path, &st->store);
-	}
-	if (rc) {
-		nv_log(NV_ERR, NV_SUB_MAIN, "opening the object store failed: %s", strerror(-rc));
-		goto fail;
-	}
-	if (cfg->express_urls && *cfg->express_urls) {
-		struct store *express = NULL, *std = st->store;
-
-		st->store = NULL;
-		rc = store_set_open(cfg->express_urls, cfg->location, &express);
-		if (rc) {
-			store_close(std);
-			nv_log(NV_ERR, NV_SUB_MAIN, "opening the express bucket set failed: %s",
-			       strerror(-rc));
-			goto fail;
-		}
-		rc = store_route_new(std, express, &st->store);
-		if (rc)
-			goto fail;
-	}
-	if (cfg->store_faults && *cfg->store_faults) {
-		struct store *inner = st->store;
-
-		st->store = NULL;
-		rc = fault_store_wrap(inner, cfg->store_faults, &st->store);
-		if (rc)
-			goto fail;
-	}
-	if (cfg->meta_url) {
-		rc = kv_open(cfg->meta_url, &st->kv);
-	} else {
-		snprintf(path, sizeof(path), "sqlite:%s/meta.db", st->data_dir);
-		rc = kv_open(path, &st->kv);
-	}
-	if (rc) {
-		nv_log(NV_ERR, NV_SUB_MAIN, "opening the metastore failed: %s", strerror(-rc));
-		goto fail;
-	}
-
 	st->recover.store = st->store;
 	st->recover.kv = st->kv;
 	st->recover.stats = &st->stats;
 	st->recover.policy.age_cap_ns = cfg->age_cap_ns[NV_CLASS_STANDARD];
 	st->recover.batch_slots = cfg->absorb_batch_slots;
 	st->recover.probe_window = cfg->put_window * 4 + 16;
-
-	if (cfg->scratch_dir)
-		snprintf(path, sizeof(path), "%s", cfg->scratch_dir);
-	else
-		snprintf(path, sizeof(path), "%s/scratch", st->data_dir);
-	rc = fetch_cache_new(st->store, path, cfg->fetch_cache_bytes, &st->fc);
+	rc = start_caches(st);
+	for (unsigned cls = 0; !rc && cls < NV_CLASS_COUNT; cls++)
+		rc = start_class(st, cls);
+	if (!rc)
+		rc = start_auditor(st);
 	if (rc)
 		goto fail;
-	st->streams = stream_table_new();
-	st->backlog = backlog_new(cfg->backlog_bytes, &st->stats);
-	st->tc = tailcache_new(cfg->tail_cache_bytes, &st->stats);
-	if (!st->streams || !st->backlog || !st->tc) {
-		rc = -ENOMEM;
-		goto fail;
-	}
-	{
-		struct read_cfg rcfg = {
-			.store = st->store, .kv = st->kv, .tc = st->tc, .stats = &st->stats,
-			.star = st->id, .cache_bytes = cfg->read_cache_bytes,
-			.prefetch_threads = cfg->prefetch_threads, .readahead = cfg->readahead,
-		};
-
-		rc = read_engine_new(&rcfg, &st->re);
-		if (rc)
-			goto fail;
-	}
-	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
-		rc = start_class(st, cls);
-		if (rc)
-			goto fail;
-	}
-	/* Invariant 2: the auditor settles what earlier incarnations left
-	 * (they are below the new mint heads now) and then opens the gate;
-	 * stream loads wait for it. */
-	{
-		struct auditor_cfg ac = { 0 };
-
-		ac.star = st->id;
-		for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
-			ac.live_epochs[cls] = st->epochs[cls];
-		ac.recover = st->recover;
-		ac.halted = restart_class;
-		ac.arg = st;
-		ac.period_ns = cfg->audit_period_ns;
-		ac.settle.store = st->store;
-		ac.settle.kv = st->kv;
-		ac.settle.stats = &st->stats;
-		ac.settle.fc = st->fc;
-		ac.settle.fetch_budget = cfg->fetch_cache_bytes;
-		ac.settle.trigger_bytes = cfg->settle_trigger_bytes;
-		ac.settle.output_cap_bytes = cfg->output_cap_bytes;
-		ac.settle.read_grace_ns = cfg->read_grace_ns;
-		memcpy(ac.settle.age_cap_ns, cfg->age_cap_ns, sizeof(ac.settle.age_cap_ns));
-		ac.settle.workers = cfg->settle_workers;
-		ac.settle.settled = on_settled;
-		ac.settle.arg = st;
-		ac.trim.store = st->store;
-		ac.trim.kv = st->kv;
-		ac.trim.stats = &st->stats;
-		ac.trim.read_grace_ns = cfg->read_grace_ns;
-		rc = auditor_new(&ac, &st->auditor);
-		if (rc)
-			goto fail;
-	}
 	*out = st;
 	return 0;
 fail:
@@ -601,8 +488,7 @@ int star_close(struct star *st)
 	tailcache_free(st->tc);
 	backlog_free(st->backlog);
 	stream_table_free(st->streams);
-	kv_close(st->kv);
-	store_close(st->store);
+	stack_close(&(struct stack){ .store = st->store, .kv = st->kv });
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)

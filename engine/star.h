@@ -11,7 +11,8 @@
  *
  * Lifecycle:
  *
- *   star_open:  lock DATA_DIR, open store + metastore, mint a new epoch
+ *   star_open:  lock DATA_DIR (datadir_lock()), open store + metastore
+ *               (stack_open(), engine/stack.h), mint a new epoch
  *               per class, start a chain + absorb per class, start the
  *               auditor, which settles every epoch left unsettled
  *               (recover.h) and then opens the gate for stream loads
@@ -46,6 +47,8 @@
 
 struct star;
 
+/* The caller sets every tunable: their defaults and ranges live in one
+ * place, src/novafs.c's option table (novafs(8) justifies each). */
 struct star_cfg {
 	const char *data_dir;      /* required: lock file, default store and metastore */
 	const char *store_url;     /* NULL: dir:DATA_DIR/objects (the standard bucket) */
@@ -82,9 +85,6 @@ struct star_cfg {
 	void (*acked)(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
 	void *acked_arg;
 };
-
-/* Defaults for every tunable (src/novafs.c documents them in --help). */
-void star_cfg_defaults(struct star_cfg *cfg);
 
 /* Open and start.  0 and *out; -EBUSY (another star holds DATA_DIR),
  * -EIO (recovery could not settle an epoch: see the log), or the error

@@ -7,16 +7,20 @@
  *   novactl layout [-o OPTS] BUCKET/STREAM   the stream's full layout (JSON)
  *   novactl version
  *
- * OPTS: data_dir=DIR (default as for novafs), store=URL, meta=URL.
+ * OPTS: data_dir=DIR (default as for novafs), store=URL, express=URL;...,
+ * location=ZONE, meta=URL; the store and metastore are opened by
+ * stack_open() (engine/stack.h), as novafs opens them, except that the
+ * default metastore must exist already.
  * fsck refuses a data directory that a running novafs holds (its flock)
  * unless --force: the cursors would move under the check.  status reads
- * the metastore only and works on a mounted store.
+ * the metastore and lists the store (the unabsorbed slots), never
+ * writes, and works on a mounted store.
  */
 #include "config.h"
 #include "engine/chain.h"
 #include "engine/fsck.h"
 #include "engine/layout.h"
-#include "engine/store/set.h"
+#include "engine/stack.h"
 #include "engine/store/store.h"
 #include "meta/chains.h"
 #include "meta/cursors.h"
@@ -44,8 +48,7 @@ struct ctl {
 	char express[4 * PATH_MAX];
 	char location[72];
 	bool full, force;
-	struct store *store;
-	struct kv *kv;
+	struct stack stack; /* open_backends() */
 };
 
 static int usage(FILE *to)
@@ -88,46 +91,39 @@ static int parse_opts(struct ctl *c, const char *spec)
 	return 0;
 }
 
+/* The store and metastore as novafs assembles them (engine/stack.h). */
 static int open_backends(struct ctl *c)
 {
-	char url[PATH_MAX + 16];
-	int rc;
+	struct stack_cfg sc = {
+		.data_dir = c->data_dir,
+		.store_url = c->store_url[0] ? c->store_url : NULL,
+		.express_urls = c->express,
+		.location = c->location[0] ? c->location : NULL,
+		.meta_url = c->meta_url[0] ? c->meta_url : NULL,
+		.meta_must_exist = true, /* a typo in data_dir must not create one */
+	};
+	struct stack_failure why;
+	int rc = stack_open(&sc, &c->stack, &why);
 
-	if (c->store_url[0])
-		snprintf(url, sizeof(url), "%s", c->store_url);
-	else
-		snprintf(url, sizeof(url), "dir:%s/objects", c->data_dir);
-	rc = store_open(url, &c->store);
-	if (rc) {
-		fprintf(stderr, "novactl: object store %s: %s\n", url, strerror(-rc));
-		return rc;
+	if (!rc)
+		return 0;
+	switch (why.part) {
+	case STACK_STORE:
+		fprintf(stderr, "novactl: object store %s: %s\n", why.url, strerror(-rc));
+		break;
+	case STACK_EXPRESS:
+	case STACK_ROUTE:
+	case STACK_FAULTS: /* novactl injects no faults */
+		fprintf(stderr, "novactl: express bucket set: %s\n", strerror(-rc));
+		break;
+	case STACK_META_MISSING:
+		fprintf(stderr, "novactl: no metastore at %s (wrong data_dir?)\n",
+			why.url + strlen("sqlite:"));
+		break;
+	case STACK_META:
+		fprintf(stderr, "novactl: metastore %s: %s\n", why.url, strerror(-rc));
+		break;
 	}
-	if (c->express[0]) {
-		/* The express bucket set behind a router, as novafs has it. */
-		struct store *express;
-
-		rc = store_set_open(c->express, c->location[0] ? c->location : NULL, &express);
-		if (!rc)
-			rc = store_route_new(c->store, express, &c->store);
-		else
-			store_close(c->store);
-		if (rc) {
-			c->store = NULL;
-			fprintf(stderr, "novactl: express bucket set: %s\n", strerror(-rc));
-			return rc;
-		}
-	}
-	if (c->meta_url[0])
-		snprintf(url, sizeof(url), "%s", c->meta_url);
-	else
-		snprintf(url, sizeof(url), "sqlite:%s/meta.db", c->data_dir);
-	if (!c->meta_url[0] && access(url + 7, F_OK)) {
-		fprintf(stderr, "novactl: no metastore at %s (wrong data_dir?)\n", url + 7);
-		return -ENOENT;
-	}
-	rc = kv_open(url, &c->kv);
-	if (rc)
-		fprintf(stderr, "novactl: metastore %s: %s\n", url, strerror(-rc));
 	return rc;
 }
 
@@ -164,7 +160,8 @@ static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
 		printf("  %-8s %6s %-8s %11s %11s %11s %11s %8s %10s\n", "class", "epoch", "state",
 		       "checkpoint", "cut", "rewritten", "trimmed", "markers", "unabsorbed");
 	}
-	rc = meta_marker_list(a->c->kv, ch->cls, ch->star, ch->epoch, count_markers, &markers);
+	rc = meta_marker_list(a->c->stack.kv, ch->cls, ch->star, ch->epoch, count_markers,
+			      &markers);
 	if (rc)
 		return rc;
 	/* Backlog: slots in the store at or above the checkpoint. */
@@ -181,16 +178,16 @@ static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
 		} else if (ch->checkpoint) {
 			chain_slot_key(after, sizeof(after), ch->cls, ch->star, ch->epoch,
 				       ch->checkpoint - 1);
-			rc = store_list(a->c->store, dir, after, count_slots, &slots);
+			rc = store_list(a->c->stack.store, dir, after, count_slots, &slots);
 		} else {
-			rc = store_list(a->c->store, dir, NULL, count_slots, &slots);
+			rc = store_list(a->c->stack.store, dir, NULL, count_slots, &slots);
 		}
 		if (rc)
 			return rc;
 	}
-	rc = meta_mint_head(a->c->kv, ch->cls, ch->star, &head);
+	rc = meta_mint_head(a->c->stack.kv, ch->cls, ch->star, &head);
 	if (!rc)
-		rc = meta_cursors_get(a->c->kv, ch->cls, ch->star, ch->epoch, &cur, &curver);
+		rc = meta_cursors_get(a->c->stack.kv, ch->cls, ch->star, ch->epoch, &cur, &curver);
 	if (rc)
 		return rc;
 	printf("  %-8s %6" PRIu64 " %-8s %11" PRIu64 " %11s %11" PRIu64 " %11" PRIu64
@@ -207,7 +204,7 @@ static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
 static int cmd_status(struct ctl *c)
 {
 	struct status_arg a = { .c = c };
-	int rc = meta_chain_list(c->kv, status_chain, &a);
+	int rc = meta_chain_list(c->stack.kv, status_chain, &a);
 
 	if (rc) {
 		fprintf(stderr, "novactl: status: %s\n", strerror(-rc));
@@ -231,7 +228,7 @@ static int cmd_fsck(struct ctl *c)
 	struct fsck_summary s;
 	int rc;
 
-	rc = fsck_run(c->store, c->kv, &o, &s);
+	rc = fsck_run(c->stack.store, c->stack.kv, &o, &s);
 	printf("fsck: %" PRIu64 " chains, %" PRIu64 " slots, %" PRIu64 " markers, %" PRIu64
 	       " streams, %" PRIu64 " refs, %" PRIu64 " settled objects",
 	       s.chains, s.slots, s.markers, s.streams, s.refs, s.objects);
@@ -259,12 +256,12 @@ static int cmd_layout(struct ctl *c, const char *path)
 	}
 	memcpy(bucket, path, (size_t)(slash - path));
 	bucket[slash - path] = 0;
-	rc = meta_stream_lookup(c->kv, bucket, slash + 1, &ms);
+	rc = meta_stream_lookup(c->stack.kv, bucket, slash + 1, &ms);
 	if (rc) {
 		fprintf(stderr, "novactl: %s: %s\n", path, strerror(-rc));
 		return 1;
 	}
-	doc = layout_json(c->kv, ms.id, NULL, 0, &err);
+	doc = layout_json(c->stack.kv, ms.id, NULL, 0, &err);
 	if (!doc) {
 		fprintf(stderr, "novactl: layout of %s: %s\n", path, strerror(-err));
 		return 1;
@@ -336,8 +333,7 @@ int main(int argc, char **argv)
 	ret = !strcmp(cmd, "status") ? cmd_status(&c)
 	      : !strcmp(cmd, "layout") ? cmd_layout(&c, arg) : cmd_fsck(&c);
 out:
-	kv_close(c.kv);
-	store_close(c.store);
+	stack_close(&c.stack);
 	if (lock_fd >= 0)
 		close(lock_fd);
 	return ret;

@@ -1,0 +1,102 @@
+/*
+ * stack.c - see stack.h.
+ *
+ * For: the one place that turns URLs into the store and metastore a star
+ * uses.  Not for: logging the failure in the caller's words (star.c logs,
+ * novactl prints), or anything that needs the star's lock or id.
+ *
+ * Invariants:
+ *  1. Each layer takes over the one below it (store_route_new() and
+ *     fault_store_wrap() own their inner stores, also on failure), so a
+ *     failure closes only what is still the caller's: the store built so
+ *     far.
+ */
+#include "config.h"
+#include "engine/stack.h"
+#include "engine/store/fault.h"
+#include "engine/store/set.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The store with its express set and faults: 0 and *out, or the error
+ * and why->part. */
+static int open_store(const struct stack_cfg *cfg, struct store **out, struct stack_failure *why)
+{
+	struct store *std = NULL, *express = NULL;
+	int rc;
+
+	why->part = STACK_STORE;
+	if (cfg->store_url)
+		snprintf(why->url, sizeof(why->url), "%s", cfg->store_url);
+	else
+		snprintf(why->url, sizeof(why->url), "dir:%s/objects", cfg->data_dir);
+	rc = store_open(why->url, &std);
+	if (rc)
+		return rc;
+	if (cfg->express_urls && *cfg->express_urls) {
+		why->part = STACK_EXPRESS;
+		snprintf(why->url, sizeof(why->url), "%s", cfg->express_urls);
+		rc = store_set_open(cfg->express_urls, cfg->location, &express);
+		if (rc) {
+			store_close(std);
+			return rc;
+		}
+		why->part = STACK_ROUTE;
+		rc = store_route_new(std, express, &std); /* both taken over */
+		if (rc)
+			return rc;
+	}
+	if (cfg->store_faults && *cfg->store_faults) {
+		struct store *inner = std;
+
+		why->part = STACK_FAULTS;
+		snprintf(why->url, sizeof(why->url), "%s", cfg->store_faults);
+		rc = fault_store_wrap(inner, cfg->store_faults, &std); /* inner taken over */
+		if (rc)
+			return rc;
+	}
+	*out = std;
+	return 0;
+}
+
+int stack_open(const struct stack_cfg *cfg, struct stack *out, struct stack_failure *why)
+{
+	struct stack_failure local;
+	int rc;
+
+	if (!why)
+		why = &local;
+	memset(out, 0, sizeof(*out));
+	rc = open_store(cfg, &out->store, why);
+	if (rc)
+		return rc;
+	if (cfg->meta_url) {
+		snprintf(why->url, sizeof(why->url), "%s", cfg->meta_url);
+	} else {
+		snprintf(why->url, sizeof(why->url), "sqlite:%s/meta.db", cfg->data_dir);
+		if (cfg->meta_must_exist && access(why->url + strlen("sqlite:"), F_OK)) {
+			why->part = STACK_META_MISSING;
+			rc = -ENOENT;
+			goto fail;
+		}
+	}
+	why->part = STACK_META;
+	rc = kv_open(why->url, &out->kv);
+	if (rc)
+		goto fail;
+	return 0;
+fail:
+	stack_close(out);
+	return rc;
+}
+
+void stack_close(struct stack *s)
+{
+	kv_close(s->kv);
+	store_close(s->store);
+	s->kv = NULL;
+	s->store = NULL;
+}

@@ -1,0 +1,223 @@
+/*
+ * test_stack.c - unit tests of the storage stack builder (engine/stack.c):
+ * the default URLs under DATA_DIR, the layers an express set and a fault
+ * spec add, that a failure names its layer and leaves nothing open, and
+ * that meta_must_exist refuses to create a metastore.
+ *
+ * Every case works in its own mkdtemp() data directory with directory
+ * stores and SQLite; nothing leaves the machine.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "engine/stack.h"
+
+struct fx {
+	char dir[64];
+	char buf[256];
+};
+
+static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)sb;
+	(void)type;
+	(void)ftw;
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/novafs-stack-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+/* f->buf = DIR/REL */
+static const char *in_dir(struct fx *f, const char *rel)
+{
+	snprintf(f->buf, sizeof(f->buf), "%s/%s", f->dir, rel);
+	return f->buf;
+}
+
+static bool exists(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0;
+}
+
+static int put_one(struct stack *stk, const char *key)
+{
+	struct iovec iov = { .iov_base = "x", .iov_len = 1 };
+
+	return store_put(stk->store, key, &iov, 1, 0);
+}
+
+static void test_stack_defaults_live_in_data_dir(void **state)
+{
+	struct fx *f = *state;
+	struct stack_cfg cfg = { .data_dir = f->dir };
+	struct stack stk;
+
+	assert_int_equal(stack_open(&cfg, &stk, NULL), 0);
+	assert_non_null(stk.store);
+	assert_non_null(stk.kv);
+	assert_int_equal(put_one(&stk, "k"), 0);
+	stack_close(&stk);
+	assert_null(stk.store);
+	assert_null(stk.kv);
+	assert_true(exists(in_dir(f, "meta.db")));
+	assert_true(exists(in_dir(f, "objects")));
+}
+
+static void test_stack_meta_must_exist(void **state)
+{
+	struct fx *f = *state;
+	struct stack_cfg cfg = { .data_dir = f->dir, .meta_must_exist = true };
+	struct stack stk;
+	struct stack_failure why;
+	char want[128];
+
+	assert_int_equal(stack_open(&cfg, &stk, &why), -ENOENT);
+	assert_int_equal(why.part, STACK_META_MISSING);
+	snprintf(want, sizeof(want), "sqlite:%s/meta.db", f->dir);
+	assert_string_equal(why.url, want);
+	assert_null(stk.store);
+	assert_null(stk.kv);
+	assert_false(exists(in_dir(f, "meta.db")));
+	/* Once a star made it, the tool opens it. */
+	cfg.meta_must_exist = false;
+	assert_int_equal(stack_open(&cfg, &stk, NULL), 0);
+	stack_close(&stk);
+	cfg.meta_must_exist = true;
+	assert_int_equal(stack_open(&cfg, &stk, &why), 0);
+	stack_close(&stk);
+}
+
+static void test_stack_named_urls(void **state)
+{
+	struct fx *f = *state;
+	char store[128], meta[128];
+	struct stack_cfg cfg = { .data_dir = f->dir, .store_url = store, .meta_url = meta };
+	struct stack stk;
+
+	snprintf(store, sizeof(store), "dir:%s/elsewhere", f->dir);
+	snprintf(meta, sizeof(meta), "sqlite:%s/other.db", f->dir);
+	assert_int_equal(stack_open(&cfg, &stk, NULL), 0);
+	assert_int_equal(put_one(&stk, "k"), 0);
+	stack_close(&stk);
+	assert_true(exists(in_dir(f, "elsewhere")));
+	assert_true(exists(in_dir(f, "other.db")));
+	assert_false(exists(in_dir(f, "meta.db")));
+}
+
+/* Each layer's failure names the layer and leaves nothing open. */
+static void test_stack_failure_names_layer(void **state)
+{
+	struct fx *f = *state;
+	struct stack_cfg cfg = { .data_dir = f->dir };
+	struct stack stk;
+	struct stack_failure why;
+
+	cfg.store_url = "bogus:x";
+	assert_int_equal(stack_open(&cfg, &stk, &why), -EINVAL);
+	assert_int_equal(why.part, STACK_STORE);
+	assert_string_equal(why.url, "bogus:x");
+	assert_null(stk.store);
+
+	cfg.store_url = NULL;
+	cfg.express_urls = "bogus:1";
+	assert_int_equal(stack_open(&cfg, &stk, &why), -EINVAL);
+	assert_int_equal(why.part, STACK_EXPRESS);
+	assert_null(stk.store);
+
+	cfg.express_urls = NULL;
+	cfg.store_faults = "no_such_fault=1";
+	assert_int_equal(stack_open(&cfg, &stk, &why), -EINVAL);
+	assert_int_equal(why.part, STACK_FAULTS);
+	assert_null(stk.store);
+
+	cfg.store_faults = NULL;
+	cfg.meta_url = "bogus:y";
+	assert_int_equal(stack_open(&cfg, &stk, &why), -EINVAL);
+	assert_int_equal(why.part, STACK_META);
+	assert_string_equal(why.url, "bogus:y");
+	assert_null(stk.store);
+	assert_null(stk.kv);
+}
+
+/* An express set goes behind a router; "" means no set, no faults. */
+static void test_stack_express_and_empty(void **state)
+{
+	struct fx *f = *state;
+	char express[256];
+	struct stack_cfg cfg = { .data_dir = f->dir, .express_urls = express,
+				 .location = "b" };
+	struct stack stk;
+
+	snprintf(express, sizeof(express), "dir:%s/ex1?zone=a;dir:%s/ex2?zone=b", f->dir,
+		 f->dir);
+	assert_int_equal(stack_open(&cfg, &stk, NULL), 0);
+	assert_int_equal(put_one(&stk, "k"), 0);
+	stack_close(&stk);
+	assert_true(exists(in_dir(f, "ex2")));
+
+	cfg.express_urls = "";
+	cfg.store_faults = "";
+	assert_int_equal(stack_open(&cfg, &stk, NULL), 0);
+	assert_int_equal(put_one(&stk, "k2"), 0);
+	stack_close(&stk);
+}
+
+/* The fault wrapper sits on top: every PUT fails as the spec says. */
+static void test_stack_faults_on_top(void **state)
+{
+	struct fx *f = *state;
+	struct stack_cfg cfg = { .data_dir = f->dir, .store_faults = "put_error=1" };
+	struct stack stk;
+
+	assert_int_equal(stack_open(&cfg, &stk, NULL), 0);
+	assert_int_equal(put_one(&stk, "k"), -EIO);
+	stack_close(&stk);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_stack_defaults_live_in_data_dir, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stack_meta_must_exist, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stack_named_urls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stack_failure_names_layer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stack_express_and_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stack_faults_on_top, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
