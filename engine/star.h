@@ -28,6 +28,38 @@
  *     settled, so a stream's refs end where its records end.
  *  3. A stream's class picks its chain; appends to one stream are in seq
  *     order across the whole star.
+ *
+ * Lock order, for the whole tree (the one place it is written; each
+ * module's header says which of its fields each lock guards).  A thread
+ * holding a lock of one row may take only locks of rows below it; locks
+ * of one row are never held together unless the row says how:
+ *
+ *   1. fs/: a follow handle's ff->lock (fs/follow.c); the follow worker
+ *      queue's fw->lock and the node table's lock (fs/node.c) are leaves
+ *   2. st->class_lock[c] (rwlock; shared by appends, exclusive in
+ *      restart_class())
+ *   3. a chain's c->lock (chain_admission_lock(); engine/chain.c)
+ *   4. a stream's s->lock (engine/stream.h); the stream table's lock is
+ *      never held while taking it
+ *   5. the tail cache's lock (engine/tailcache.c)
+ *   6. a reader's rd->lock, then the read engine's re->lock
+ *      (engine/read.c); a stream lock is taken alone there
+ *   7. leaves, taken with nothing below them: a wake's lock
+ *      (engine/wake.c; its callbacks run with no lock held), the backlog
+ *      (taken before c->lock, never under it), an absorb's a->lock
+ *      (never held while taking a stream lock), the auditor's a->lock,
+ *      the settle era's e->lock, the read cache and fetch cache locks,
+ *      the failpoint table
+ *   8. below the engine: the S3 handle pool's pool_lock, then curl's
+ *      share locks (engine/store/s3/); the directory store's synced set
+ *      (engine/store/dir/); SQLite's wlock and rlock, never held
+ *      together (meta/sqlite.c)
+ *
+ * No mutex of rows 1-7 is held across a store or metastore request; the
+ * class lock (row 2) is held across an admission (shared) and across a
+ * class restart's swap of chain and absorb (exclusive).
+ * Debug builds assert "caller holds" with NV_ASSERT_LOCKED()
+ * (src/base/lockcheck.h).
  */
 #ifndef NOVAFS_ENGINE_STAR_H
 #define NOVAFS_ENGINE_STAR_H
