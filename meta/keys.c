@@ -142,3 +142,35 @@ int key_reclaim_stream(struct nv_buf *b, uint64_t stream)
 
 	return rc ? rc : nv_tup_add_u64(b, stream);
 }
+
+int key_star(struct nv_buf *b, const char *star)
+{
+	int rc = tag(b, "star");
+
+	return rc ? rc : nv_tup_add_str(b, star);
+}
+
+int key_cursors(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
+{
+	int rc = tag(b, "cur");
+
+	if (!rc)
+		rc = nv_tup_add_u64(b, cls);
+	if (!rc)
+		rc = nv_tup_add_str(b, star);
+	return rc ? rc : nv_tup_add_u64(b, epoch);
+}
+
+int key_reclaim_space(struct nv_buf *b)
+{
+	return tag(b, "gc");
+}
+
+int key_reclaim(struct nv_buf *b, uint64_t due_ns, const char *object_key)
+{
+	int rc = tag(b, "gc");
+
+	if (!rc)
+		rc = nv_tup_add_u64(b, due_ns);
+	return rc ? rc : nv_tup_add_str(b, object_key);
+}
