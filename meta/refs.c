@@ -378,9 +378,10 @@ int meta_ref_txn_del(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
 	return ref_txn_del_twins(t, stream, first_seq, first_byte, NULL);
 }
 
-int meta_ref_txn_del_ver(struct kv_txn *t, const struct meta_ref *r, uint64_t ver)
+int meta_ref_txn_del_ver(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
+			 uint64_t first_byte, uint64_t ver)
 {
-	return ref_txn_del_twins(t, r->stream_id, r->first_seq, r->first_byte, &ver);
+	return ref_txn_del_twins(t, stream, first_seq, first_byte, &ver);
 }
 
 int meta_ref_txn_cmp_ver(struct kv_txn *t, uint64_t stream, uint64_t first_seq, uint64_t ver)

@@ -132,10 +132,10 @@ int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
  * together (the one function that knows the twin rule is in refs.c). */
 int meta_ref_txn_del(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
 		     uint64_t first_byte) __attribute__((warn_unused_result));
-/* The same for the row r (read at version ver), conditioned on the ref
- * row still being at ver (the commit fails -ECANCELED otherwise). */
-int meta_ref_txn_del_ver(struct kv_txn *t, const struct meta_ref *r, uint64_t ver)
-	__attribute__((warn_unused_result));
+/* The same, conditioned on the ref row still being at version ver (the
+ * commit fails -ECANCELED otherwise). */
+int meta_ref_txn_del_ver(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
+			 uint64_t first_byte, uint64_t ver) __attribute__((warn_unused_result));
 /* Add "the row keyed (stream, first_seq) is still at version ver" to t. */
 int meta_ref_txn_cmp_ver(struct kv_txn *t, uint64_t stream, uint64_t first_seq, uint64_t ver)
 	__attribute__((warn_unused_result));
