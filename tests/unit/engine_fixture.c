@@ -719,13 +719,18 @@ void efx_fill(uint8_t *buf, size_t len, uint64_t stream, uint64_t seq)
 
 /* ------------------------------------- settlement (test_settle, test_trim) */
 
-struct fetch_cache *efx_fetch_cache(struct efx *f)
+struct fetch_cache *efx_start_settle(struct efx *f, struct settle_cfg *cfg)
 {
 	char path[PATH_MAX + 16];
 	struct fetch_cache *fc;
+	struct efx_opts o;
 
+	efx_opts_default(&o);
+	o.hold = true;
+	efx_start(f, &o);
 	snprintf(path, sizeof(path), "%s/fetch", f->dir);
 	assert_int_equal(fetch_cache_new(f->store, path, 64u << 20, &fc), 0);
+	efx_settle_cfg(f, fc, cfg);
 	return fc;
 }
 

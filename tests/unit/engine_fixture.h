@@ -207,9 +207,10 @@ void efx_fill(uint8_t *buf, size_t len, uint64_t stream, uint64_t seq);
 
 /* ---------------------------------- settlement (test_settle, test_trim) */
 
-/* A fetch cache over the fixture's store in f->dir/fetch (64 MiB); the
- * test frees it (fetch_cache_free()). */
-struct fetch_cache *efx_fetch_cache(struct efx *f);
+/* efx_start() with default options and the valve held, a fetch cache
+ * over the fixture's store in f->dir/fetch (64 MiB; the test frees it
+ * with fetch_cache_free()), and *cfg from efx_settle_cfg() over it. */
+struct fetch_cache *efx_start_settle(struct efx *f, struct settle_cfg *cfg);
 /* A settle_cfg over the fixture: trigger 1 byte, age caps out of reach,
  * output cap 64 MiB, read grace 1 s, two workers. */
 void efx_settle_cfg(struct efx *f, struct fetch_cache *fc, struct settle_cfg *cfg);

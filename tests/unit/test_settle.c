@@ -70,15 +70,9 @@ static void on_settled(void *arg, uint64_t stream, uint64_t end_seq, uint64_t en
 
 static void st_start(struct efx *f, struct st *t)
 {
-	struct efx_opts o;
-
 	memset(t, 0, sizeof(*t));
-	efx_opts_default(&o);
-	o.hold = true;
-	efx_start(f, &o);
 	t->f = f;
-	t->fc = efx_fetch_cache(f);
-	efx_settle_cfg(f, t->fc, &t->cfg);
+	t->fc = efx_start_settle(f, &t->cfg);
 	t->cfg.settled = on_settled;
 	t->cfg.arg = t;
 }

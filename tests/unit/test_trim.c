@@ -41,15 +41,9 @@ struct tt {
 
 static void tt_start(struct efx *f, struct tt *t)
 {
-	struct efx_opts o;
-
 	memset(t, 0, sizeof(*t));
-	efx_opts_default(&o);
-	o.hold = true;
-	efx_start(f, &o);
 	t->f = f;
-	t->fc = efx_fetch_cache(f);
-	efx_settle_cfg(f, t->fc, &t->scfg);
+	t->fc = efx_start_settle(f, &t->scfg);
 	t->cfg.store = f->store;
 	t->cfg.kv = f->kv;
 	t->cfg.stats = &f->stats;
