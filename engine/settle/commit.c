@@ -97,7 +97,7 @@ int settle_job_commit(struct settle_job *j)
 	uint64_t pivot_ver;
 	int rc;
 
-	settle_assert_job_state(j, JOB_PUBLISHED);
+	assert_job_state(j, JOB_PUBLISHED);
 	rc = build_row(j);
 	if (!rc)
 		rc = pivot_version(j, &pivot_ver);
@@ -127,7 +127,7 @@ int settle_job_finish(struct settle_job *j)
 	struct era_stream *es = j->es;
 	int rc;
 
-	settle_assert_job_state(j, JOB_COMMITTED);
+	assert_job_state(j, JOB_COMMITTED);
 	rc = settle_delete_covered(j->e->cfg, es->id, es->keys, es->nkeys, j->row.end_seq,
 				   j->pivot_seq);
 	if (rc)

@@ -30,14 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void settle_assert_era_state(const struct era *e, enum era_state want)
-{
-	assert(e && e->magic == ERA_MAGIC);
-	assert(e->state == want);
-	(void)e;
-	(void)want;
-}
-
 void settle_era_init(struct era *e, const struct settle_cfg *cfg, const struct meta_chain *c,
 		     uint64_t now_ns)
 {
@@ -103,7 +95,7 @@ int settle_era_collect(struct era *e)
 	uint32_t last = UINT32_MAX;
 	int rc;
 
-	settle_assert_era_state(e, ERA_NEW);
+	assert_era_state(e, ERA_NEW);
 	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_marker, e);
 	if (rc)
 		return rc;
@@ -211,7 +203,7 @@ int settle_era_judge(struct era *e)
 {
 	int rc;
 
-	settle_assert_era_state(e, ERA_COLLECTED);
+	assert_era_state(e, ERA_COLLECTED);
 	rc = group_streams(e);
 	if (!rc)
 		rc = judge_streams(e);
@@ -239,7 +231,7 @@ int settle_era_warm(struct era *e)
 	const struct meta_chain *c = &e->chain;
 	uint64_t first = e->marks[0].first_slot, end = e->marks[e->nmarks - 1].end_slot;
 
-	settle_assert_era_state(e, ERA_JUDGED);
+	assert_era_state(e, ERA_JUDGED);
 	for (uint64_t slot = first; slot < end; slot++) {
 		char key[CHAIN_KEY_MAX];
 		int w;
@@ -294,7 +286,7 @@ void settle_era_assemble(struct era *e)
 	pthread_t *th = calloc(nw, sizeof(*th));
 	unsigned started = 0;
 
-	settle_assert_era_state(e, ERA_WARM);
+	assert_era_state(e, ERA_WARM);
 	if (th)
 		for (; started < nw; started++)
 			if (pthread_create(&th[started], NULL, worker_main, e))
@@ -401,7 +393,7 @@ int settle_era_resolve(struct era *e, int *changed)
 {
 	int rc;
 
-	settle_assert_era_state(e, ERA_ASSEMBLED);
+	assert_era_state(e, ERA_ASSEMBLED);
 	rc = resolve_markers(e, changed);
 	if (!rc)
 		rc = advance_frontier(e->cfg, &e->chain);

@@ -72,6 +72,18 @@
  * after it, settle_job_resume() finds the catalog row and deletes what
  * it covers.
  *
+ * Invariants:
+ *  1. An era or a job changes state only in the transition function of
+ *     its table, which asserts the state it leaves on entry
+ *     (assert_era_state(), assert_job_state()); a job runs only while its
+ *     era is WARM.
+ *  2. A job's outcome is written once, when it becomes DONE
+ *     (settle_job_done()); the era reads outcomes only after the workers
+ *     are joined.
+ *  3. Nothing but commit.c's settle_job_commit() and the deletions of
+ *     settle_delete_covered() writes ref rows, and both go through
+ *     meta/refs.h (the twin rule lives there).
+ *
  * Threads: the era's fields are the auditor thread's except next (under
  * lock, taken by workers); a stream's era_stream and its job belong to
  * the one worker that took it until the workers are joined.
@@ -79,6 +91,7 @@
 #ifndef NOVAFS_ENGINE_SETTLE_JOB_H
 #define NOVAFS_ENGINE_SETTLE_JOB_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -185,10 +198,28 @@ struct settle_job {
 	uint64_t pivot_seq;
 };
 
+/* The checks at the entry of every era / job transition (debug builds):
+ * a live object (its magic cookie) in the state the transition leaves. */
+static inline void assert_era_state(const struct era *e, enum era_state want)
+{
+	assert(e && e->magic == ERA_MAGIC);
+	assert(e->state == want);
+	(void)e;
+	(void)want;
+}
+
+static inline void assert_job_state(const struct settle_job *j, enum job_state want)
+{
+	assert(j && j->magic == JOB_MAGIC);
+	assert(j->state == want);
+	assert(j->e && j->es && j->w.refs && j->w.vers);
+	assert_era_state(j->e, ERA_WARM); /* jobs run while the era assembles */
+	(void)j;
+	(void)want;
+}
+
 /* ------------------------------------------------------------ era.c */
 
-/* The state check at the entry of every era transition. */
-void settle_assert_era_state(const struct era *e, enum era_state want);
 /* e zeroed and ready (ERA_NEW); settle_era_free() undoes it. */
 void settle_era_init(struct era *e, const struct settle_cfg *cfg, const struct meta_chain *c,
 		     uint64_t now_ns);
@@ -209,7 +240,6 @@ int settle_era_resolve(struct era *e, int *changed) __attribute__((warn_unused_r
 
 /* ------------------------------------------------------------ window.c */
 
-void settle_assert_job_state(const struct settle_job *j, enum job_state want);
 /* j ready for es (JOB_NEW).  0 or -ENOMEM (j is still freeable). */
 int settle_job_init(struct settle_job *j, struct era *e, struct era_stream *es)
 	__attribute__((warn_unused_result));

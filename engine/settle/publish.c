@@ -163,7 +163,7 @@ int settle_job_plan(struct settle_job *j)
 	uint32_t cap_objs;
 	int rc;
 
-	settle_assert_job_state(j, JOB_LOADED);
+	assert_job_state(j, JOB_LOADED);
 	cap_objs = 2 + (uint32_t)(j->es->bytes /
 				  (cfg->output_cap_bytes ? cfg->output_cap_bytes : 1));
 	j->objs = calloc(cap_objs + j->nchunks, sizeof(*j->objs));
@@ -388,7 +388,7 @@ int settle_job_publish(struct settle_job *j)
 {
 	int rc = 0;
 
-	settle_assert_job_state(j, JOB_PLANNED);
+	assert_job_state(j, JOB_PLANNED);
 	for (uint32_t i = 0; !rc && i < j->nobjs; i++)
 		rc = publish_try(j->e->cfg, j->es->row.bucket, j->es->id, &j->objs[i], false);
 	if (!rc)

@@ -30,15 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void settle_assert_job_state(const struct settle_job *j, enum job_state want)
-{
-	assert(j && j->magic == JOB_MAGIC);
-	assert(j->state == want);
-	assert(j->e && j->es && j->w.refs && j->w.vers);
-	(void)j;
-	(void)want;
-}
-
 int settle_job_init(struct settle_job *j, struct era *e, struct era_stream *es)
 {
 	memset(j, 0, sizeof(*j));
@@ -183,7 +174,7 @@ int settle_job_resume(struct settle_job *j)
 	uint64_t cov_seq, cov_byte;
 	int rc;
 
-	settle_assert_job_state(j, JOB_NEW);
+	assert_job_state(j, JOB_NEW);
 	rc = skip_trimmed(j);
 	if (rc)
 		return rc;
@@ -344,7 +335,7 @@ int settle_job_load(struct settle_job *j)
 	struct window *w = &j->w;
 	int rc;
 
-	settle_assert_job_state(j, JOB_RESUMED);
+	assert_job_state(j, JOB_RESUMED);
 	rc = load_refs(j);
 	if (rc == 1) {
 		settle_job_done(j, RESIDUE);

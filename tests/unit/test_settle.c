@@ -330,6 +330,7 @@ static void test_settle_era_plan(void **state)
 	assert_int_equal(era_find(&e, b->id)->outcome, RESIDUE);
 	assert_int_equal(era_find(&e, b->id)->bytes, 200);
 	assert_int_equal(era_find(&e, c->id)->outcome, DROPPED);
+	fetch_cache_clear(t.fc);
 	settle_era_free(&e);
 
 	/* Past the age cap everything standing qualifies. */
@@ -337,6 +338,7 @@ static void test_settle_era_plan(void **state)
 	era_open(&t, far, &e);
 	assert_int_equal(era_find(&e, b->id)->outcome, PENDING);
 	assert_int_equal(era_find(&e, c->id)->outcome, DROPPED);
+	fetch_cache_clear(t.fc);
 	settle_era_free(&e);
 
 	/* Nothing ripe: no era (and settle_chain() changes nothing). */
@@ -347,7 +349,8 @@ static void test_settle_era_plan(void **state)
 		settle_era_init(&e, &t.cfg, &ch, 1);
 		assert_int_equal(settle_era_collect(&e), 0);
 		assert_int_equal(e.state, ERA_NEW);
-		settle_era_free(&e);
+		fetch_cache_clear(t.fc);
+	settle_era_free(&e);
 		assert_int_equal(settle_now(&t, 1), 0);
 		after = efx_kv_dump(t.f->kv, false);
 		assert_string_equal(before, after);
@@ -366,12 +369,14 @@ static void test_settle_era_plan(void **state)
 	assert_int_equal(e.nmarks, last + 1);
 	assert_int_equal(e.nstreams, 1); /* a's first five records only */
 	assert_int_equal(era_find(&e, a->id)->nkeys, last + 1);
+	fetch_cache_clear(t.fc);
 	settle_era_free(&e);
 
 	/* The fetch budget bounds the era (at least one marker). */
 	t.cfg.fetch_budget = 1;
 	era_open(&t, far, &e);
 	assert_int_equal(e.nmarks, 1);
+	fetch_cache_clear(t.fc);
 	settle_era_free(&e);
 	st_stop(&t);
 }
@@ -397,6 +402,7 @@ static void test_settle_window(void **state)
 	efx_write_absorb(t.f, b, 0, 2, 50);
 	efx_write_absorb(t.f, a, 3, 3, 700);
 	era_open(&t, NOW_ALL, &e);
+	assert_int_equal(settle_era_warm(&e), 0); /* jobs run on a warm era */
 	es = era_find(&e, a->id);
 	assert_int_equal(es->nkeys, 6);
 
@@ -446,6 +452,7 @@ static void test_settle_window(void **state)
 	for (uint32_t i = 0; i < j.nobjs; i++)
 		assert_int_equal(j.objs[i].first_seq, j.chunks[i].e.first_seq);
 	settle_job_free(&j);
+	fetch_cache_clear(t.fc);
 	settle_era_free(&e);
 
 	/* Nothing was written by any of it. */
@@ -662,6 +669,7 @@ static void test_settle_job_states(void **state)
 	a = efx_stream(t.f, "a", -1);
 	efx_write_absorb(t.f, a, 0, 2, 100);
 	era_open(&t, NOW_ALL, &e);
+	assert_int_equal(settle_era_warm(&e), 0);
 	es = era_find(&e, a->id);
 	assert_int_equal(es->outcome, PENDING);
 	assert_int_equal(settle_stream(&e, es), 0);
@@ -674,6 +682,7 @@ static void test_settle_job_states(void **state)
 	assert_int_equal(settle_stream(&e, es), 0);
 	assert_int_equal(es->outcome, SETTLED);
 	assert_int_equal(es->end_seq, 2);
+	fetch_cache_clear(t.fc);
 	settle_era_free(&e);
 	expect_settled(t.f, a->id, 2, 200, NULL);
 	st_stop(&t);
@@ -761,6 +770,7 @@ static void test_settle_resume_phases(void **state)
 	a = efx_stream(t.f, "a", -1);
 	efx_write_absorb(t.f, a, 0, 4, 300);
 	era_open(&t, NOW_ALL, &e);
+	assert_int_equal(settle_era_warm(&e), 0);
 	es = era_find(&e, a->id);
 	assert_int_equal(settle_job_init(&j, &e, es), 0);
 	assert_int_equal(settle_job_resume(&j), 0);
@@ -779,6 +789,7 @@ static void test_settle_resume_phases(void **state)
 	assert_int_equal(es->end_seq, 4);
 	assert_int_equal(es->end_byte, 1200);
 	settle_job_free(&j);
+	fetch_cache_clear(t.fc);
 	settle_era_free(&e);
 	assert_int_equal(span_refs(t.f, a->id), 0);
 	expect_settled(t.f, a->id, 4, 1200, NULL);
