@@ -120,7 +120,8 @@ static int rows_fn(void *arg, const struct meta_ref *r)
 	w->first_byte = r->first_byte;
 	w->end_byte = r->end_byte;
 	w->nobjs = r->nobjs;
-	memcpy(w->objs, r->objs, r->nobjs * sizeof(*r->objs));
+	if (r->nobjs)
+		memcpy(w->objs, r->objs, r->nobjs * sizeof(*r->objs));
 	snprintf(w->bucket, sizeof(w->bucket), "%s", r->bucket);
 	return 0;
 }
