@@ -64,7 +64,7 @@ struct absorb_slot {
 };
 
 /*
- * When markers ripen (engine/settle.c schedules by them).  A batch in
+ * When markers ripen (engine/settle/era.c schedules by them).  A batch in
  * which a stream's un-settled bytes (its ref end minus its settled end)
  * reach trigger_bytes opens a settle round for the stream: it ripens at
  * birth + linger + that stream's deterministic jitter (up to linger/2,

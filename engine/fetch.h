@@ -2,7 +2,7 @@
  * fetch.h - the settle job's fetch cache: whole transit bundles copied
  * to local scratch files, each read from the store once per era.
  *
- * For: engine/settle.c, which warms exactly an era's bundles before
+ * For: engine/settle/era.c, which warms exactly an era's bundles before
  * assembling, so every stream's small extents and every footer come from
  * local disk.  Not for: serving reads (engine/read.c has its own cache).
  *

@@ -31,6 +31,11 @@
  *            keep their residue and ripen again at their age cap; the
  *            chain's settle frontier advances to the first marker left
  *
+ * Code: engine/settle/ holds the phases (era.c: era, judge, warm,
+ * workers, resolve; window.c: resume and window; publish.c: plan and
+ * publication; commit.c: the CAS and clean-up), with the era and job
+ * state machines in engine/settle/job.h.
+ *
  * Keys: settled objects are streams/<bucket>/<stream id>/<epoch>/<first
  * seq>[~rev] (meta_settled_key()); a tail extension keeps epoch and first
  * seq and takes the next revision, so a re-run computes the same keys.

@@ -11,7 +11,6 @@
 #include "meta/keys.h"
 #include "meta/markers.h"
 #include "meta/refs.h"
-#include "meta/tuple.h"
 #include "meta/streams.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
@@ -87,18 +86,10 @@ static int retire_chain(const struct trim_cfg *cfg, const struct meta_chain *c, 
 		rc = kv_txn_cmp_ver(t, k.ptr, k.len, cver);
 	if (!rc)
 		rc = kv_txn_del(t, k.ptr, k.len);
-	if (!rc) {
-		nv_buf_reset(&k);
-		rc = nv_tup_add_str(&k, "cur");
-		if (!rc)
-			rc = nv_tup_add_u64(&k, c->cls);
-		if (!rc)
-			rc = nv_tup_add_str(&k, c->star);
-		if (!rc)
-			rc = nv_tup_add_u64(&k, c->epoch);
-		if (!rc && curver)
-			rc = kv_txn_del(t, k.ptr, k.len);
-	}
+	if (!rc)
+		rc = key_cursors(&k, c->cls, c->star, c->epoch);
+	if (!rc && curver)
+		rc = kv_txn_del(t, k.ptr, k.len);
 	if (!rc)
 		rc = kv_txn_commit(cfg->kv, t, NULL);
 	nv_buf_free(&k);

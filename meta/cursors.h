@@ -2,7 +2,7 @@
  * cursors.h - per-chain settle and trim cursors, and the reclamation
  * queue.
  *
- * For: the auditor's durable progress through a chain (engine/settle.c,
+ * For: the auditor's durable progress through a chain (engine/settle/era.c,
  * engine/trim.c), kept in a row of its own so the auditor never races
  * the absorb's CAS on the chain row; and the queue of object keys to
  * delete once the read grace has passed.

@@ -12,6 +12,19 @@ static int tag(struct nv_buf *b, const char *t)
 	return nv_tup_add_str(b, t);
 }
 
+/* (t, class, star, epoch): the spaces of one chain. */
+static int chain_tuple(struct nv_buf *b, const char *t, unsigned cls, const char *star,
+		       uint64_t epoch)
+{
+	int rc = tag(b, t);
+
+	if (!rc)
+		rc = nv_tup_add_u64(b, cls);
+	if (!rc)
+		rc = nv_tup_add_str(b, star);
+	return rc ? rc : nv_tup_add_u64(b, epoch);
+}
+
 int key_bucket(struct nv_buf *b, const char *bucket)
 {
 	int rc = tag(b, "bkt");
@@ -103,24 +116,12 @@ int key_chain_space(struct nv_buf *b)
 
 int key_chain(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
 {
-	int rc = tag(b, "chn");
-
-	if (!rc)
-		rc = nv_tup_add_u64(b, cls);
-	if (!rc)
-		rc = nv_tup_add_str(b, star);
-	return rc ? rc : nv_tup_add_u64(b, epoch);
+	return chain_tuple(b, "chn", cls, star, epoch);
 }
 
 int key_markers_of(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
 {
-	int rc = tag(b, "mrk");
-
-	if (!rc)
-		rc = nv_tup_add_u64(b, cls);
-	if (!rc)
-		rc = nv_tup_add_str(b, star);
-	return rc ? rc : nv_tup_add_u64(b, epoch);
+	return chain_tuple(b, "mrk", cls, star, epoch);
 }
 
 int key_marker(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch,
@@ -141,4 +142,30 @@ int key_reclaim_stream(struct nv_buf *b, uint64_t stream)
 	int rc = tag(b, "rcl");
 
 	return rc ? rc : nv_tup_add_u64(b, stream);
+}
+
+int key_star(struct nv_buf *b, const char *star)
+{
+	int rc = tag(b, "star");
+
+	return rc ? rc : nv_tup_add_str(b, star);
+}
+
+int key_cursors(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
+{
+	return chain_tuple(b, "cur", cls, star, epoch);
+}
+
+int key_reclaim_space(struct nv_buf *b)
+{
+	return tag(b, "gc");
+}
+
+int key_reclaim(struct nv_buf *b, uint64_t due_ns, const char *object_key)
+{
+	int rc = tag(b, "gc");
+
+	if (!rc)
+		rc = nv_tup_add_u64(b, due_ns);
+	return rc ? rc : nv_tup_add_str(b, object_key);
 }

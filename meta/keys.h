@@ -21,7 +21,8 @@
  *   ("chn", class, star, epoch)              chain row        chains.c
  *   ("mrk", class, star, epoch, first_slot)  batch marker     markers.c
  *   ("star", star)                           star registry    stars.c
- *   ("cur", class, star, epoch)              chain cursors    cursors.c
+ *   ("cur", class, star, epoch)              chain cursors    cursors.c,
+ *                                                             trim.c
  *   ("gc", due_ns, object key)               reclaim queue    cursors.c
  *   ("rcl", stream_id)                       stream history   streams.c
  *                                            to reclaim
@@ -64,5 +65,12 @@ int key_marker(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch,
 	       uint64_t first_slot) __attribute__((warn_unused_result));
 int key_markers_of(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
 	__attribute__((warn_unused_result));
+int key_star(struct nv_buf *b, const char *star) __attribute__((warn_unused_result));
+int key_cursors(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
+	__attribute__((warn_unused_result));
+/* ("gc", due_ns, object key); key_reclaim_space() is the bare tag. */
+int key_reclaim(struct nv_buf *b, uint64_t due_ns, const char *object_key)
+	__attribute__((warn_unused_result));
+int key_reclaim_space(struct nv_buf *b) __attribute__((warn_unused_result));
 
 #endif

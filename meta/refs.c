@@ -347,8 +347,44 @@ int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
 	return rc;
 }
 
+/*
+ * The twin rule, in this one place: a ref row and its byte-index row go
+ * together, in the same transaction (refs.h).  With ver, the deletion
+ * holds only while the ref row is still at that version.
+ */
+static int ref_txn_del_twins(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
+			     uint64_t first_byte, const uint64_t *ver)
+{
+	struct nv_buf k;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	rc = key_ref(&k, stream, first_seq);
+	if (!rc && ver)
+		rc = kv_txn_cmp_ver(t, k.ptr, k.len, *ver);
+	if (!rc)
+		rc = kv_txn_del(t, k.ptr, k.len);
+	if (!rc)
+		rc = key_ref_byte(&k, stream, first_byte, first_seq);
+	if (!rc)
+		rc = kv_txn_del(t, k.ptr, k.len);
+	nv_buf_free(&k);
+	return rc;
+}
+
 int meta_ref_txn_del(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
 		     uint64_t first_byte)
+{
+	return ref_txn_del_twins(t, stream, first_seq, first_byte, NULL);
+}
+
+int meta_ref_txn_del_ver(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
+			 uint64_t first_byte, uint64_t ver)
+{
+	return ref_txn_del_twins(t, stream, first_seq, first_byte, &ver);
+}
+
+int meta_ref_txn_cmp_ver(struct kv_txn *t, uint64_t stream, uint64_t first_seq, uint64_t ver)
 {
 	struct nv_buf k;
 	int rc;
@@ -356,11 +392,7 @@ int meta_ref_txn_del(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
 	nv_buf_init(&k, KV_KEY_MAX);
 	rc = key_ref(&k, stream, first_seq);
 	if (!rc)
-		rc = kv_txn_del(t, k.ptr, k.len);
-	if (!rc)
-		rc = key_ref_byte(&k, stream, first_byte, first_seq);
-	if (!rc)
-		rc = kv_txn_del(t, k.ptr, k.len);
+		rc = kv_txn_cmp_ver(t, k.ptr, k.len, ver);
 	nv_buf_free(&k);
 	return rc;
 }

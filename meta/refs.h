@@ -4,7 +4,7 @@
  *
  * For: the metastore's answer to "where are the bytes of stream X at seq
  * S / byte B" below the ref frontier.  A catalog row (written by the
- * settle, engine/settle.c) shares the keyspace: keyed at the first seq
+ * settle, engine/settle/commit.c) shares the keyspace: keyed at the first seq
  * it covers, it lists a run of settled objects; a floor lookup lands on
  * either kind and the read has the same shape from both.  A span ref is written by the
  * absorb per (batch, stream): keyed (stream, first seq of the stream in
@@ -17,7 +17,9 @@
  * The byte index row ("rby", stream, first_byte, first_seq) carries the
  * same value as the ref row, so a FUSE read finds the ref holding byte B with one
  * floor lookup (meta_ref_floor_byte()).  Both rows are written and
- * deleted together, in one transaction.
+ * deleted together, in one transaction: meta_ref_txn_put() and
+ * meta_ref_txn_del() / meta_ref_txn_del_ver() are the only writers of
+ * either space, so settle and trim never touch a twin by hand.
  *
  * Record timestamps are non-decreasing per stream (engine/chain.c), so
  * max_ts is all a time lookup needs: the records of a ref lie in
@@ -126,9 +128,17 @@ int meta_ref_decode(const void *p, size_t n, uint64_t stream, struct meta_ref *r
 int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
 	__attribute__((warn_unused_result));
 /* Add the deletion of both rows of the ref at (stream, first_seq,
- * first_byte) to t. */
+ * first_byte) to t: the ref row and its byte-index twin always go
+ * together (the one function that knows the twin rule is in refs.c). */
 int meta_ref_txn_del(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
 		     uint64_t first_byte) __attribute__((warn_unused_result));
+/* The same, conditioned on the ref row still being at version ver (the
+ * commit fails -ECANCELED otherwise). */
+int meta_ref_txn_del_ver(struct kv_txn *t, uint64_t stream, uint64_t first_seq,
+			 uint64_t first_byte, uint64_t ver) __attribute__((warn_unused_result));
+/* Add "the row keyed (stream, first_seq) is still at version ver" to t. */
+int meta_ref_txn_cmp_ver(struct kv_txn *t, uint64_t stream, uint64_t first_seq, uint64_t ver)
+	__attribute__((warn_unused_result));
 
 /* The row keyed exactly (stream, first_seq), with its version (for a
  * CAS).  0, -ENOENT, -EBADMSG, kv error. */

@@ -13,7 +13,7 @@
  *  2. A successful put/complete is durable on return.
  *  3. With STORE_CREATE_ONCE an existing key is never replaced; the call
  *     fails with -EEXIST.  (Lax S3 servers may ignore the condition; the
- *     engine never relies on it alone, see engine/settle.c.)
+ *     engine never relies on it alone, see engine/settle/publish.c.)
  *  4. Every call is thread-safe.  One multipart upload may receive parts
  *     from several threads at once.
  *  5. Keys are '/'-separated ASCII paths of [A-Za-z0-9._~/-] characters,

@@ -671,3 +671,75 @@ void efx_fill(uint8_t *buf, size_t len, uint64_t stream, uint64_t seq)
 		memcpy(buf + i, &v, n);
 	}
 }
+
+/* ------------------------------------- settlement (test_settle, test_trim) */
+
+struct fetch_cache *efx_start_settle(struct efx *f, struct settle_cfg *cfg)
+{
+	char path[PATH_MAX + 16];
+	struct fetch_cache *fc;
+	struct efx_opts o;
+
+	efx_opts_default(&o);
+	o.hold = true;
+	efx_start(f, &o);
+	snprintf(path, sizeof(path), "%s/fetch", f->dir);
+	assert_int_equal(fetch_cache_new(f->store, path, 64u << 20, &fc), 0);
+	efx_settle_cfg(f, fc, cfg);
+	return fc;
+}
+
+void efx_settle_cfg(struct efx *f, struct fetch_cache *fc, struct settle_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->store = f->store;
+	cfg->kv = f->kv;
+	cfg->stats = &f->stats;
+	cfg->fc = fc;
+	cfg->fetch_budget = 64u << 20;
+	cfg->trigger_bytes = 1;
+	cfg->output_cap_bytes = 64u << 20;
+	cfg->read_grace_ns = NV_NS_PER_S;
+	for (unsigned i = 0; i < NV_CLASS_COUNT; i++)
+		cfg->age_cap_ns[i] = UINT64_MAX / 2; /* only the trigger qualifies */
+	cfg->workers = 2;
+}
+
+struct meta_chain efx_chain_row(struct efx *f)
+{
+	struct meta_chain c;
+
+	assert_int_equal(meta_chain_get(f->kv, f->o.cls, EFX_STAR, f->row.epoch, &c, NULL), 0);
+	return c;
+}
+
+void efx_write_absorb(struct efx *f, struct nv_stream *s, uint64_t first_seq, unsigned n,
+		      size_t len)
+{
+	uint8_t *body = malloc(len ? len : 1);
+
+	assert_non_null(body);
+	assert_true(f->held);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t seq;
+
+		efx_fill(body, len, s->id, first_seq + i);
+		assert_int_equal(efx_append_wait(f, s, body, len, &seq), 0);
+		assert_int_equal(seq, first_seq + i);
+	}
+	free(body);
+	efx_unhold(f);
+	assert_int_equal(absorb_drain(f->absorb), 0);
+	efx_hold(f);
+}
+
+unsigned efx_count_space(struct kv *kv, const char *tag)
+{
+	char *d = efx_kv_dump_space(kv, tag, false);
+	unsigned n = 0;
+
+	for (const char *p = d; *p; p++)
+		n += *p == '\n';
+	free(d);
+	return n;
+}

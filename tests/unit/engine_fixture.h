@@ -37,6 +37,8 @@
 #include "engine/absorb.h"
 #include "engine/backlog.h"
 #include "engine/chain.h"
+#include "engine/fetch.h"
+#include "engine/settle.h"
 #include "engine/stats.h"
 #include "engine/store/store.h"
 #include "engine/stream.h"
@@ -202,5 +204,24 @@ uint64_t efx_rand(uint64_t *state);
 /* Fill buf with bytes derived from (stream, seq) so any byte can be
  * recomputed. */
 void efx_fill(uint8_t *buf, size_t len, uint64_t stream, uint64_t seq);
+
+/* ---------------------------------- settlement (test_settle, test_trim) */
+
+/* efx_start() with default options and the valve held, a fetch cache
+ * over the fixture's store in f->dir/fetch (64 MiB; the test frees it
+ * with fetch_cache_free()), and *cfg from efx_settle_cfg() over it. */
+struct fetch_cache *efx_start_settle(struct efx *f, struct settle_cfg *cfg);
+/* A settle_cfg over the fixture: trigger 1 byte, age caps out of reach,
+ * output cap 64 MiB, read grace 1 s, two workers. */
+void efx_settle_cfg(struct efx *f, struct fetch_cache *fc, struct settle_cfg *cfg);
+/* The fixture's chain row as the metastore has it now. */
+struct meta_chain efx_chain_row(struct efx *f);
+/* With the valve held: append n records of len bytes to s (bodies
+ * efx_fill(s->id, seq), seqs first_seq...; asserted), then let the absorb
+ * commit them and hold the valve again. */
+void efx_write_absorb(struct efx *f, struct nv_stream *s, uint64_t first_seq, unsigned n,
+		      size_t len);
+/* Keys of the kv in the space of tag. */
+unsigned efx_count_space(struct kv *kv, const char *tag);
 
 #endif

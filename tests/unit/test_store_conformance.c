@@ -540,7 +540,7 @@ static void conf_delete(void **state)
 }
 
 /* Copy a part, or -- where the server cannot (-ENOTSUP) -- read the range
- * and upload it, as engine/settle.c does. */
+ * and upload it, as engine/settle/publish.c does. */
 static int copy_or_fallback(struct target *t, struct store_mpu *m, int no,
 			    const char *src, uint64_t off, uint64_t len)
 {

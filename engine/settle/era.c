@@ -1,0 +1,479 @@
+/*
+ * era.c - era scheduling of the group settle: settle_chain() and the era
+ * transitions of engine/settle/job.h (collect, judge, warm, assemble,
+ * resolve).
+ *
+ * For: which markers form the era, which streams qualify, warming the
+ * era's bundles, the worker pool, marker resolution and the settle
+ * frontier.  Not for: one stream's window, objects or commit (window.c,
+ * publish.c, commit.c).
+ *
+ * Invariants:
+ *  1. An era is the chain's markers from the first up to the last ripe
+ *     one, bounded by ERA_MARKERS_MAX and the fetch budget.
+ *  2. Markers are resolved only after every worker has finished, and
+ *     keep exactly the streams left RESIDUE.
+ *
+ * Threads: settle_chain() runs on the auditor thread; the workers of
+ * settle_era_assemble() take streams under e->lock (job.h).
+ */
+#include "config.h"
+#include "engine/settle/job.h"
+#include "meta/cursors.h"
+#include "src/base/clock.h"
+#include "src/base/failpoint.h"
+#include "src/base/lockcheck.h"
+#include "src/base/log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void settle_era_init(struct era *e, const struct settle_cfg *cfg, const struct meta_chain *c,
+		     uint64_t now_ns)
+{
+	memset(e, 0, sizeof(*e));
+	e->magic = ERA_MAGIC;
+	e->state = ERA_NEW;
+	e->cfg = cfg;
+	e->chain = *c;
+	e->now = now_ns;
+	pthread_mutex_init(&e->lock, NULL);
+}
+
+void settle_era_free(struct era *e)
+{
+	assert(e->magic == ERA_MAGIC);
+	for (uint32_t i = 0; i < e->nmarks; i++)
+		meta_marker_clear(&e->marks[i]);
+	free(e->marks);
+	for (uint32_t i = 0; i < e->nstreams; i++)
+		free(e->streams[i].keys);
+	free(e->streams);
+	pthread_mutex_destroy(&e->lock);
+	e->magic = 0;
+}
+
+/* ------------------------------------------------------------ collect */
+
+static int collect_marker(void *arg, const struct meta_marker *m)
+{
+	struct era *e = arg;
+	struct meta_marker *c;
+
+	if (e->nmarks == ERA_MARKERS_MAX ||
+	    (e->nmarks > 0 && e->est_bytes >= e->cfg->fetch_budget))
+		return 1;
+	if (e->nmarks == e->cap) {
+		uint32_t ncap = e->cap ? e->cap * 2 : 16;
+		struct meta_marker *p = realloc(e->marks, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		e->marks = p;
+		e->cap = ncap;
+	}
+	c = &e->marks[e->nmarks];
+	*c = *m;
+	c->streams = NULL;
+	if (m->nstreams) {
+		c->streams = malloc(m->nstreams * sizeof(*c->streams));
+		if (!c->streams)
+			return -ENOMEM;
+		memcpy(c->streams, m->streams, m->nstreams * sizeof(*c->streams));
+	}
+	for (uint32_t i = 0; i < m->nstreams; i++)
+		e->est_bytes += m->streams[i].bytes;
+	e->nmarks++;
+	return 0;
+}
+
+int settle_era_collect(struct era *e)
+{
+	const struct meta_chain *c = &e->chain;
+	uint32_t last = UINT32_MAX;
+	int rc;
+
+	assert_era_state(e, ERA_NEW);
+	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_marker, e);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < e->nmarks; i++)
+		if (e->marks[i].ripe_ns <= e->now)
+			last = i;
+	if (last == UINT32_MAX)
+		return 0; /* nothing ripe */
+	for (uint32_t i = last + 1; i < e->nmarks; i++)
+		meta_marker_clear(&e->marks[i]);
+	e->nmarks = last + 1;
+	e->state = ERA_COLLECTED;
+	return 0;
+}
+
+/* ------------------------------------------------------------ judge */
+
+struct tuple_row {
+	uint64_t id, first_seq, bytes, birth;
+};
+
+static int tuple_cmp(const void *x, const void *y)
+{
+	const struct tuple_row *a = x, *b = y;
+
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return a->first_seq < b->first_seq ? -1 : a->first_seq > b->first_seq;
+}
+
+/* The era's streams, each with its ref keys in seq order. */
+static int group_streams(struct era *e)
+{
+	size_t n = 0, k = 0;
+	struct tuple_row *t;
+
+	for (uint32_t i = 0; i < e->nmarks; i++)
+		n += e->marks[i].nstreams;
+	t = calloc(n ? n : 1, sizeof(*t));
+	e->streams = calloc(n ? n : 1, sizeof(*e->streams));
+	if (!t || !e->streams) {
+		free(t);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < e->nmarks; i++)
+		for (uint32_t j = 0; j < e->marks[i].nstreams; j++) {
+			t[k].id = e->marks[i].streams[j].stream_id;
+			t[k].first_seq = e->marks[i].streams[j].first_seq;
+			t[k].bytes = e->marks[i].streams[j].bytes;
+			t[k].birth = e->marks[i].birth_ns;
+			k++;
+		}
+	qsort(t, n, sizeof(*t), tuple_cmp);
+	for (size_t i = 0; i < n;) {
+		struct era_stream *s = &e->streams[e->nstreams++];
+		size_t j = i;
+
+		while (j < n && t[j].id == t[i].id)
+			j++;
+		s->id = t[i].id;
+		s->keys = malloc((j - i) * sizeof(*s->keys));
+		if (!s->keys) {
+			free(t);
+			return -ENOMEM;
+		}
+		s->oldest_birth = UINT64_MAX;
+		for (size_t q = i; q < j; q++) {
+			s->keys[s->nkeys++] = t[q].first_seq;
+			s->bytes += t[q].bytes;
+			if (t[q].birth < s->oldest_birth)
+				s->oldest_birth = t[q].birth;
+		}
+		i = j;
+	}
+	free(t);
+	return 0;
+}
+
+/* Which streams settle, which resolve without bytes, which wait. */
+static int judge_streams(struct era *e)
+{
+	const struct settle_cfg *cfg = e->cfg;
+	uint64_t cap = cfg->age_cap_ns[e->chain.cls];
+
+	for (uint32_t i = 0; i < e->nstreams; i++) {
+		struct era_stream *es = &e->streams[i];
+		int rc = meta_stream_get(cfg->kv, es->id, &es->row, NULL);
+
+		if (rc == -ENOENT || (!rc && es->row.deleted_ns)) {
+			es->outcome = DROPPED; /* reclamation removes its rows */
+			continue;
+		}
+		if (rc)
+			return rc;
+		if (es->bytes >= cfg->trigger_bytes ||
+		    (es->oldest_birth != UINT64_MAX && e->now >= es->oldest_birth + cap))
+			es->outcome = PENDING;
+		else
+			es->outcome = RESIDUE;
+	}
+	return 0;
+}
+
+int settle_era_judge(struct era *e)
+{
+	int rc;
+
+	assert_era_state(e, ERA_COLLECTED);
+	rc = group_streams(e);
+	if (!rc)
+		rc = judge_streams(e);
+	if (!rc)
+		e->state = ERA_JUDGED;
+	return rc;
+}
+
+/* ------------------------------------------------------------ warm */
+
+static bool era_cancelled(const struct era *e)
+{
+	return e->cfg->cancelled && e->cfg->cancelled(e->cfg->cancel_arg);
+}
+
+/*
+ * Warm exactly the era's bundles (each read once).  Over the budget
+ * (-ENOBUFS) the workers read a bundle from the store instead; a slot the
+ * store cannot give (a zone down, no good copy) fails the era here, after
+ * one slot's cost, not one per slot: the era re-runs at the next pass.
+ */
+int settle_era_warm(struct era *e)
+{
+	const struct settle_cfg *cfg = e->cfg;
+	const struct meta_chain *c = &e->chain;
+	uint64_t first = e->marks[0].first_slot, end = e->marks[e->nmarks - 1].end_slot;
+
+	assert_era_state(e, ERA_JUDGED);
+	for (uint64_t slot = first; slot < end; slot++) {
+		char key[CHAIN_KEY_MAX];
+		int w;
+
+		if (era_cancelled(e))
+			return -ESHUTDOWN;
+		chain_slot_key(key, sizeof(key), c->cls, c->star, c->epoch, slot);
+		w = fetch_cache_warm(cfg->fc, key);
+		if (w && w != -ENOBUFS && w != -ENOENT) {
+			nv_log(NV_WARN, NV_SUB_SETTLE, "%s: unreadable (%s); the era [%llu, %llu) "
+			       "settles later", key, strerror(-w), (unsigned long long)first,
+			       (unsigned long long)end);
+			fetch_cache_clear(cfg->fc);
+			return w;
+		}
+	}
+	e->state = ERA_WARM;
+	return 0;
+}
+
+/* ------------------------------------------------------------ assemble */
+
+/* The next PENDING stream, or NULL.  Caller holds e->lock. */
+static struct era_stream *next_stream(struct era *e)
+{
+	NV_ASSERT_LOCKED(&e->lock);
+	while (e->next < e->nstreams && e->streams[e->next].outcome != PENDING)
+		e->next++;
+	return e->next < e->nstreams ? &e->streams[e->next++] : NULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct era *e = arg;
+
+	for (;;) {
+		struct era_stream *es;
+
+		pthread_mutex_lock(&e->lock);
+		es = next_stream(e);
+		pthread_mutex_unlock(&e->lock);
+		if (!es || era_cancelled(e))
+			break;
+		(void)settle_stream(e, es);
+	}
+	return NULL;
+}
+
+void settle_era_assemble(struct era *e)
+{
+	unsigned nw = e->cfg->workers ? e->cfg->workers : 1;
+	pthread_t *th = calloc(nw, sizeof(*th));
+	unsigned started = 0;
+
+	assert_era_state(e, ERA_WARM);
+	if (th)
+		for (; started < nw; started++)
+			if (pthread_create(&th[started], NULL, worker_main, e))
+				break;
+	if (started == 0)
+		worker_main(e); /* no threads: do it here */
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	fetch_cache_clear(e->cfg->fc);
+	e->state = ERA_ASSEMBLED;
+}
+
+/* ------------------------------------------------------------ resolve */
+
+/* The era stream of id (streams are sorted by id), or NULL. */
+static const struct era_stream *find_stream(const struct era *e, uint64_t id)
+{
+	uint32_t lo = 0, hi = e->nstreams;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (e->streams[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < e->nstreams && e->streams[lo].id == id ? &e->streams[lo] : NULL;
+}
+
+/* Keep residue in the markers; delete markers with none.  *changed
+ * counts the markers deleted or rewritten. */
+static int resolve_markers(struct era *e, int *changed)
+{
+	const struct settle_cfg *cfg = e->cfg;
+	uint64_t cap = cfg->age_cap_ns[e->chain.cls];
+	int rc = NV_FP("settle.before_resolve");
+
+	for (uint32_t i = 0; !rc && i < e->nmarks; i++) {
+		struct meta_marker *m = &e->marks[i];
+		struct kv_txn *t;
+		uint32_t keep = 0;
+
+		for (uint32_t j = 0; j < m->nstreams; j++) {
+			const struct era_stream *es = find_stream(e, m->streams[j].stream_id);
+
+			if (es && es->outcome == RESIDUE)
+				m->streams[keep++] = m->streams[j];
+		}
+		if (keep == m->nstreams && m->ripe_ns == m->birth_ns + cap && !m->crossed)
+			continue; /* unchanged */
+		t = kv_txn_new();
+		if (!t)
+			return -ENOMEM;
+		if (keep == 0) {
+			rc = meta_marker_txn_del(t, m->cls, m->star, m->epoch, m->first_slot);
+		} else {
+			m->nstreams = keep;
+			m->crossed = 0;
+			m->ripe_ns = m->birth_ns + cap;
+			rc = meta_marker_txn_put(t, m);
+		}
+		if (!rc)
+			rc = kv_txn_commit(cfg->kv, t, NULL);
+		kv_txn_free(t);
+		if (!rc)
+			(*changed)++;
+	}
+	return rc;
+}
+
+static int first_marker(void *arg, const struct meta_marker *m)
+{
+	*(uint64_t *)arg = m->first_slot;
+	return 1;
+}
+
+/* The settle frontier: the first marker left, else the chain's end. */
+static int advance_frontier(const struct settle_cfg *cfg, const struct meta_chain *c)
+{
+	struct meta_cursors cur;
+	uint64_t ver, front = c->state == CHAIN_LIVE ? c->checkpoint : c->cut;
+	struct kv_txn *t;
+	int rc;
+
+	rc = meta_marker_list(cfg->kv, c->cls, c->star, c->epoch, first_marker, &front);
+	if (!rc)
+		rc = meta_cursors_get(cfg->kv, c->cls, c->star, c->epoch, &cur, &ver);
+	if (rc || front <= cur.settle_frontier)
+		return rc;
+	cur.settle_frontier = front;
+	t = kv_txn_new();
+	if (!t)
+		return -ENOMEM;
+	rc = meta_cursors_txn_put(t, &cur, ver);
+	if (!rc)
+		rc = kv_txn_commit(cfg->kv, t, NULL);
+	kv_txn_free(t);
+	return rc;
+}
+
+int settle_era_resolve(struct era *e, int *changed)
+{
+	int rc;
+
+	assert_era_state(e, ERA_ASSEMBLED);
+	rc = resolve_markers(e, changed);
+	if (!rc)
+		rc = advance_frontier(e->cfg, &e->chain);
+	if (!rc)
+		e->state = ERA_RESOLVED;
+	return rc;
+}
+
+/* ------------------------------------------------------------ the era */
+
+struct era_tally {
+	uint32_t settled, residue, dropped, objects;
+	uint64_t bytes;
+};
+
+/* Count the outcomes; tell cfg->settled of every settled stream. */
+static void era_tally(const struct era *e, struct era_tally *n)
+{
+	const struct settle_cfg *cfg = e->cfg;
+
+	for (uint32_t i = 0; i < e->nstreams; i++) {
+		const struct era_stream *es = &e->streams[i];
+
+		if (es->outcome == SETTLED) {
+			n->settled++;
+			n->objects += es->objects;
+			n->bytes += es->bytes;
+			if (cfg->settled)
+				cfg->settled(cfg->arg, es->id, es->end_seq, es->end_byte);
+		} else if (es->outcome == DROPPED) {
+			n->dropped++;
+		} else {
+			n->residue++;
+		}
+	}
+}
+
+int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint64_t now_ns)
+{
+	struct era e;
+	struct era_tally n = { 0 };
+	uint64_t t0 = nv_now_mono_ns();
+	int rc, changed = 0;
+
+	if (c->state == CHAIN_FENCED)
+		return 0; /* recovery first */
+	settle_era_init(&e, cfg, c, now_ns);
+	rc = settle_era_collect(&e);
+	if (rc || e.state != ERA_COLLECTED)
+		goto out; /* an error, or nothing ripe */
+	rc = settle_era_judge(&e);
+	if (rc)
+		goto out;
+	NV_STAT_ADD(cfg->stats, settle_jobs, 1);
+	rc = settle_era_warm(&e);
+	if (rc)
+		goto out;
+	settle_era_assemble(&e);
+	if (era_cancelled(&e)) {
+		/* Streams done so far are committed; the rest and the markers
+		 * wait for the next start (as after a crash here). */
+		rc = -ESHUTDOWN;
+		goto out;
+	}
+	era_tally(&e, &n);
+	rc = settle_era_resolve(&e, &changed);
+	nv_log(n.settled || n.dropped ? NV_INFO : NV_DEBUG, NV_SUB_SETTLE,
+	       "%s/%s epoch %llu slots [%llu, %llu): %u stream(s) settled into %u object(s) "
+	       "(%llu bytes), %u dropped, %u residue, in %llu ms",
+	       nv_class_name(c->cls), c->star, (unsigned long long)c->epoch,
+	       (unsigned long long)e.marks[0].first_slot,
+	       (unsigned long long)e.marks[e.nmarks - 1].end_slot, n.settled, n.objects,
+	       (unsigned long long)n.bytes, n.dropped, n.residue,
+	       (unsigned long long)((nv_now_mono_ns() - t0) / NV_NS_PER_MS));
+out:
+	settle_era_free(&e);
+	if (rc) {
+		nv_log(NV_WARN, NV_SUB_SETTLE, "%s/%s epoch %llu: settle pass failed: %s",
+		       nv_class_name(c->cls), c->star, (unsigned long long)c->epoch, strerror(-rc));
+		return rc;
+	}
+	return changed > 0 || n.settled > 0;
+}

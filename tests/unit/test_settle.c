@@ -1,0 +1,821 @@
+/*
+ * test_settle.c - unit tests of the group settle (engine/settle/).
+ *
+ * Streams are written by the real chain into the fake store and absorbed
+ * into a real SQLite metastore (tests/unit/engine_fixture.h), one record
+ * per slot and one slot per batch, so every record has its own span ref
+ * and batch marker.  The settle runs over a fetch cache on the fake store,
+ * either whole (settle_chain()) or phase by phase through the era and job
+ * transitions of engine/settle/job.h, which a unit test reaches because
+ * it links those functions directly.
+ *
+ * Every settled object is checked byte by byte: its trailer and footer
+ * are parsed from the stored bytes, every chunk decoded, every record
+ * compared with efx_fill() of its (stream, seq), and the seq/byte extents
+ * compared with the catalog row that names it.
+ *
+ * Crashes are the failpoints settle.after_publish, settle.after_commit
+ * and settle.before_resolve (error actions: the pass stops there, as a
+ * crash would, and the next pass re-runs with the durable state only).
+ */
+#include "config.h"
+#include "tests/unit/engine_fixture.h"
+#include "tests/unit/fake_store.h"
+#include "engine/bundle.h"
+#include "engine/settle.h"
+#include "engine/settle/job.h"
+#include "meta/cursors.h"
+#include "meta/keys.h"
+#include "meta/markers.h"
+#include "meta/refs.h"
+#include "src/base/clock.h"
+#include "src/base/failpoint.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* Every marker ripe (even after a resolve re-ripened it at birth + the
+ * settle's age cap of UINT64_MAX / 2), and every stream past its age cap. */
+#define NOW_ALL (UINT64_MAX / 4 * 3)
+
+/* ------------------------------------------------------------ harness */
+
+struct st {
+	struct efx *f;
+	struct fetch_cache *fc;
+	struct settle_cfg cfg;
+	/* cfg.settled calls */
+	uint64_t settled_id[8], settled_seq[8], settled_byte[8];
+	unsigned nsettled;
+};
+
+static void on_settled(void *arg, uint64_t stream, uint64_t end_seq, uint64_t end_byte)
+{
+	struct st *t = arg;
+
+	if (t->nsettled < 8) {
+		t->settled_id[t->nsettled] = stream;
+		t->settled_seq[t->nsettled] = end_seq;
+		t->settled_byte[t->nsettled] = end_byte;
+	}
+	t->nsettled++;
+}
+
+static void st_start(struct efx *f, struct st *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->f = f;
+	t->fc = efx_start_settle(f, &t->cfg);
+	t->cfg.settled = on_settled;
+	t->cfg.arg = t;
+}
+
+static void st_stop(struct st *t)
+{
+	fetch_cache_free(t->fc);
+}
+
+static int settle_now(struct st *t, uint64_t now)
+{
+	struct meta_chain c = efx_chain_row(t->f);
+
+	return settle_chain(&t->cfg, &c, now);
+}
+
+/* The rows of one stream (scalars and objects; slots are not kept). */
+#define ROWS_MAX 64
+#define OBJS_MAX 16
+
+struct row {
+	uint8_t kind;
+	uint64_t first_seq, end_seq, first_byte, end_byte;
+	uint32_t nobjs;
+	struct meta_ref_obj objs[OBJS_MAX];
+	char bucket[64];
+};
+
+struct rows {
+	struct row r[ROWS_MAX];
+	int n;
+};
+
+static int rows_fn(void *arg, const struct meta_ref *r)
+{
+	struct rows *rs = arg;
+	struct row *w;
+
+	if (rs->n == ROWS_MAX || r->nobjs > OBJS_MAX)
+		return -E2BIG;
+	w = &rs->r[rs->n++];
+	w->kind = r->kind;
+	w->first_seq = r->first_seq;
+	w->end_seq = r->end_seq;
+	w->first_byte = r->first_byte;
+	w->end_byte = r->end_byte;
+	w->nobjs = r->nobjs;
+	if (r->nobjs)
+		memcpy(w->objs, r->objs, r->nobjs * sizeof(*r->objs));
+	snprintf(w->bucket, sizeof(w->bucket), "%s", r->bucket);
+	return 0;
+}
+
+static void get_rows(struct kv *kv, uint64_t id, struct rows *rs)
+{
+	rs->n = 0;
+	assert_int_equal(meta_ref_list(kv, id, 0, 0, rows_fn, rs), 0);
+}
+
+static char *obj_key(const struct row *r, uint64_t id, uint32_t i, char *buf)
+{
+	return meta_settled_key(buf, META_SETTLED_KEY_MAX, r->bucket, id, r->objs[i].epoch,
+				r->objs[i].first_seq, r->objs[i].rev);
+}
+
+/* Object i of catalog row r, from the stored bytes: trailer and footer
+ * where the row says, every record as efx_fill() wrote it.  Advances
+ * *seq / *byte over its records. */
+static void expect_object(struct efx *f, uint64_t id, const struct row *r, uint32_t i,
+			  uint64_t *seq, uint64_t *byte)
+{
+	char key[META_SETTLED_KEY_MAX];
+	uint64_t foff, end_seq = i + 1 < r->nobjs ? r->objs[i + 1].first_seq : r->end_seq;
+	struct bundle_footer ft;
+	uint32_t flen;
+	uint8_t *data;
+	size_t size;
+
+	assert_int_equal(fake_store_copy(f->fs, obj_key(r, id, i, key), &data, &size), 0);
+	assert_true(size >= BUNDLE_TRAILER_SIZE);
+	assert_int_equal(bundle_trailer_parse(data + size - BUNDLE_TRAILER_SIZE,
+					      BUNDLE_TRAILER_SIZE, size, &foff, &flen), 0);
+	assert_int_equal(foff, r->objs[i].footer_off);
+	assert_int_equal(flen, r->objs[i].footer_len);
+	assert_int_equal(bundle_footer_open(data + foff, flen, foff, &ft), 0);
+	assert_int_equal(r->objs[i].first_seq, *seq);
+	assert_int_equal(r->objs[i].first_byte, *byte);
+	for (uint32_t k = 0; k < ft.n; k++) {
+		struct bundle_entry e;
+		struct nv_buf raw;
+		size_t off = 0;
+		struct bundle_rec rec;
+		int more;
+
+		assert_int_equal(bundle_footer_get(&ft, k, &e), 0);
+		assert_int_equal(e.stream_id, id);
+		assert_int_equal(e.first_seq, *seq);
+		assert_int_equal(e.first_byte, *byte);
+		nv_buf_init(&raw, 1u << 26);
+		assert_int_equal(bundle_chunk_decode(&e, data + e.chunk_off, e.comp_len, &raw), 0);
+		while ((more = bundle_frames_next(raw.ptr, raw.len, &off, &rec)) == 1) {
+			uint8_t *want = malloc(rec.len ? rec.len : 1);
+
+			assert_non_null(want);
+			efx_fill(want, rec.len, id, *seq);
+			assert_memory_equal(rec.body, want, rec.len);
+			free(want);
+			(*seq)++;
+			*byte += rec.len;
+		}
+		assert_int_equal(more, 0);
+		nv_buf_free(&raw);
+	}
+	assert_int_equal(*seq, end_seq);
+	free(data);
+}
+
+/* Stream id is settled whole: one catalog row [0, end), its objects
+ * hold every record, and no span ref is left.  *out gets the row. */
+static void expect_settled(struct efx *f, uint64_t id, uint64_t end_seq, uint64_t end_byte,
+			   struct row *out)
+{
+	struct rows *rs = calloc(1, sizeof(*rs));
+	uint64_t seq = 0, byte = 0;
+
+	assert_non_null(rs);
+	get_rows(f->kv, id, rs);
+	assert_int_equal(rs->n, 1);
+	assert_int_equal(rs->r[0].kind, META_REF_CATALOG);
+	assert_int_equal(rs->r[0].first_seq, 0);
+	assert_int_equal(rs->r[0].end_seq, end_seq);
+	assert_int_equal(rs->r[0].first_byte, 0);
+	assert_int_equal(rs->r[0].end_byte, end_byte);
+	assert_true(rs->r[0].nobjs >= 1);
+	for (uint32_t i = 0; i < rs->r[0].nobjs; i++)
+		expect_object(f, id, &rs->r[0], i, &seq, &byte);
+	assert_int_equal(seq, end_seq);
+	assert_int_equal(byte, end_byte);
+	if (out)
+		*out = rs->r[0];
+	free(rs);
+}
+
+static void expect_same_row(const struct row *a, const struct row *b)
+{
+	assert_int_equal(a->kind, b->kind);
+	assert_int_equal(a->first_seq, b->first_seq);
+	assert_int_equal(a->end_seq, b->end_seq);
+	assert_int_equal(a->first_byte, b->first_byte);
+	assert_int_equal(a->end_byte, b->end_byte);
+	assert_string_equal(a->bucket, b->bucket);
+	assert_int_equal(a->nobjs, b->nobjs);
+	for (uint32_t i = 0; i < a->nobjs; i++) {
+		assert_int_equal(a->objs[i].first_seq, b->objs[i].first_seq);
+		assert_int_equal(a->objs[i].first_byte, b->objs[i].first_byte);
+		assert_int_equal(a->objs[i].epoch, b->objs[i].epoch);
+		assert_int_equal(a->objs[i].rev, b->objs[i].rev);
+		assert_int_equal(a->objs[i].footer_off, b->objs[i].footer_off);
+		assert_int_equal(a->objs[i].footer_len, b->objs[i].footer_len);
+		assert_int_equal(a->objs[i].max_ts, b->objs[i].max_ts);
+	}
+}
+
+static unsigned count_markers(struct efx *f)
+{
+	return efx_count_space(f->kv, "mrk");
+}
+
+/* Every ref row has its byte twin and no twin is left alone. */
+static void expect_twins(struct efx *f)
+{
+	assert_int_equal(efx_count_space(f->kv, "ref"), efx_count_space(f->kv, "rby"));
+}
+
+static unsigned span_refs(struct efx *f, uint64_t id)
+{
+	struct rows *rs = calloc(1, sizeof(*rs));
+	unsigned n = 0;
+
+	assert_non_null(rs);
+	get_rows(f->kv, id, rs);
+	for (int i = 0; i < rs->n; i++)
+		n += rs->r[i].kind == META_REF_SPAN;
+	free(rs);
+	return n;
+}
+
+/* Open an era at now through collect and judge. */
+static void era_open(struct st *t, uint64_t now, struct era *e)
+{
+	struct meta_chain c = efx_chain_row(t->f);
+
+	settle_era_init(e, &t->cfg, &c, now);
+	assert_int_equal(settle_era_collect(e), 0);
+	assert_int_equal(e->state, ERA_COLLECTED);
+	assert_int_equal(settle_era_judge(e), 0);
+	assert_int_equal(e->state, ERA_JUDGED);
+}
+
+static struct era_stream *era_find(struct era *e, uint64_t id)
+{
+	for (uint32_t i = 0; i < e->nstreams; i++)
+		if (e->streams[i].id == id)
+			return &e->streams[i];
+	fail_msg("stream %llu not in the era", (unsigned long long)id);
+	return NULL;
+}
+
+struct ripe_list {
+	uint64_t ripe[256];
+	unsigned n;
+};
+
+static int ripe_fn(void *arg, const struct meta_marker *m)
+{
+	struct ripe_list *l = arg;
+
+	if (l->n < 256)
+		l->ripe[l->n++] = m->ripe_ns;
+	return 0;
+}
+
+/* ===================================================== the era plan */
+
+/* Which markers form the era and which streams qualify: the trigger
+ * decides below the age cap, a deleted stream is dropped, nothing ripe
+ * is no era, and the era stops at the last ripe marker. */
+static void test_settle_era_plan(void **state)
+{
+	struct st t;
+	struct era e;
+	struct nv_stream *a, *b, *c;
+	struct ripe_list rl = { .n = 0 };
+	uint64_t far = nv_now_wall_ns() + 10 * 3600 * NV_NS_PER_S;
+	uint32_t last = 0;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	c = efx_stream(t.f, "c", -1);
+	efx_write_absorb(t.f, a, 0, 5, 1000);
+	efx_write_absorb(t.f, b, 0, 2, 100);
+	efx_write_absorb(t.f, c, 0, 3, 100);
+	efx_write_absorb(t.f, a, 5, 2, 1000);
+	assert_int_equal(meta_stream_delete(t.f->kv, c->id, nv_now_wall_ns()), 0);
+	t.cfg.trigger_bytes = 5000;
+
+	era_open(&t, far, &e);
+	assert_int_equal(e.nmarks, 12);
+	assert_int_equal(e.nstreams, 3);
+	assert_int_equal(era_find(&e, a->id)->outcome, PENDING);
+	assert_int_equal(era_find(&e, a->id)->bytes, 7000);
+	assert_int_equal(era_find(&e, a->id)->nkeys, 7);
+	for (uint32_t i = 0; i < 7; i++)
+		assert_int_equal(era_find(&e, a->id)->keys[i], i);
+	assert_int_equal(era_find(&e, b->id)->outcome, RESIDUE);
+	assert_int_equal(era_find(&e, b->id)->bytes, 200);
+	assert_int_equal(era_find(&e, c->id)->outcome, DROPPED);
+	fetch_cache_clear(t.fc);
+	settle_era_free(&e);
+
+	/* Past the age cap everything standing qualifies. */
+	t.cfg.age_cap_ns[t.f->o.cls] = 1;
+	era_open(&t, far, &e);
+	assert_int_equal(era_find(&e, b->id)->outcome, PENDING);
+	assert_int_equal(era_find(&e, c->id)->outcome, DROPPED);
+	fetch_cache_clear(t.fc);
+	settle_era_free(&e);
+
+	/* Nothing ripe: no era (and settle_chain() changes nothing). */
+	{
+		struct meta_chain ch = efx_chain_row(t.f);
+		char *before = efx_kv_dump(t.f->kv, false), *after;
+
+		settle_era_init(&e, &t.cfg, &ch, 1);
+		assert_int_equal(settle_era_collect(&e), 0);
+		assert_int_equal(e.state, ERA_NEW);
+		fetch_cache_clear(t.fc);
+	settle_era_free(&e);
+		assert_int_equal(settle_now(&t, 1), 0);
+		after = efx_kv_dump(t.f->kv, false);
+		assert_string_equal(before, after);
+		free(before);
+		free(after);
+	}
+
+	/* The era ends at the last ripe marker. */
+	assert_int_equal(meta_marker_list(t.f->kv, t.f->o.cls, EFX_STAR, t.f->row.epoch, ripe_fn,
+					  &rl), 0);
+	assert_int_equal(rl.n, 12);
+	for (uint32_t i = 0; i < rl.n; i++)
+		if (rl.ripe[i] <= rl.ripe[4])
+			last = i;
+	era_open(&t, rl.ripe[4], &e);
+	assert_int_equal(e.nmarks, last + 1);
+	assert_int_equal(e.nstreams, 1); /* a's first five records only */
+	assert_int_equal(era_find(&e, a->id)->nkeys, last + 1);
+	fetch_cache_clear(t.fc);
+	settle_era_free(&e);
+
+	/* The fetch budget bounds the era (at least one marker). */
+	t.cfg.fetch_budget = 1;
+	era_open(&t, far, &e);
+	assert_int_equal(e.nmarks, 1);
+	fetch_cache_clear(t.fc);
+	settle_era_free(&e);
+	st_stop(&t);
+}
+
+/* ===================================================== the window */
+
+/* A job's window: the stream's span refs at the era's keys, contiguous,
+ * their chunks covering it exactly; the plan puts them in one object, or
+ * cuts at output_cap. */
+static void test_settle_window(void **state)
+{
+	struct st t;
+	struct era e;
+	struct settle_job j;
+	struct era_stream *es;
+	struct nv_stream *a, *b;
+	uint64_t seq = 0, comp = 0;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	efx_write_absorb(t.f, a, 0, 3, 500);
+	efx_write_absorb(t.f, b, 0, 2, 50);
+	efx_write_absorb(t.f, a, 3, 3, 700);
+	era_open(&t, NOW_ALL, &e);
+	assert_int_equal(settle_era_warm(&e), 0); /* jobs run on a warm era */
+	es = era_find(&e, a->id);
+	assert_int_equal(es->nkeys, 6);
+
+	assert_int_equal(settle_job_init(&j, &e, es), 0);
+	assert_int_equal(settle_job_resume(&j), 0);
+	assert_int_equal(j.state, JOB_RESUMED);
+	assert_int_equal(j.k0, 0);
+	assert_int_equal(settle_job_load(&j), 0);
+	assert_int_equal(j.state, JOB_LOADED);
+	assert_int_equal(j.w.n, 6);
+	for (uint32_t i = 0; i < j.w.n; i++) {
+		assert_int_equal(j.w.refs[i].kind, META_REF_SPAN);
+		assert_int_equal(j.w.refs[i].first_seq, i);
+		if (i)
+			assert_int_equal(j.w.refs[i].first_byte, j.w.refs[i - 1].end_byte);
+	}
+	assert_int_equal(j.w.refs[5].end_byte, 3 * 500 + 3 * 700);
+	assert_false(j.have_prev);
+	assert_true(j.nchunks >= 6);
+	for (uint32_t i = 0; i < j.nchunks; i++) {
+		assert_int_equal(j.chunks[i].e.stream_id, a->id);
+		assert_int_equal(j.chunks[i].e.first_seq, seq);
+		seq += j.chunks[i].e.nrec;
+		comp += j.chunks[i].e.comp_len;
+	}
+	assert_int_equal(seq, 6);
+	assert_true(j.max_ts > 0);
+
+	assert_int_equal(settle_job_plan(&j), 0);
+	assert_int_equal(j.state, JOB_PLANNED);
+	assert_int_equal(j.nobjs, 1);
+	assert_false(j.have_tail);
+	assert_int_equal(j.objs[0].first_seq, 0);
+	assert_int_equal(j.objs[0].rev, 0);
+	assert_int_equal(j.objs[0].epoch, t.f->row.epoch);
+	assert_int_equal(j.objs[0].nents, j.nchunks);
+	assert_int_equal(j.objs[0].size, comp);
+	settle_job_free(&j);
+
+	/* An output cap below one chunk: one object per chunk. */
+	t.cfg.output_cap_bytes = 1;
+	assert_int_equal(settle_job_init(&j, &e, es), 0);
+	assert_int_equal(settle_job_resume(&j), 0);
+	assert_int_equal(settle_job_load(&j), 0);
+	assert_int_equal(settle_job_plan(&j), 0);
+	assert_int_equal(j.nobjs, j.nchunks);
+	for (uint32_t i = 0; i < j.nobjs; i++)
+		assert_int_equal(j.objs[i].first_seq, j.chunks[i].e.first_seq);
+	settle_job_free(&j);
+	fetch_cache_clear(t.fc);
+	settle_era_free(&e);
+
+	/* Nothing was written by any of it. */
+	assert_int_equal(span_refs(t.f, a->id), 6);
+	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 0);
+	st_stop(&t);
+}
+
+/* ===================================================== a whole settle */
+
+/* settle_chain(): every stream into one catalog row whose objects hold
+ * every record, span refs and their twins gone, markers resolved, the
+ * frontier advanced, the settled hook told; a second pass changes
+ * nothing. */
+static void test_settle_chain_whole(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	struct meta_cursors cur;
+	char *before, *after;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	efx_write_absorb(t.f, a, 0, 5, 700);
+	efx_write_absorb(t.f, b, 0, 4, 300);
+	efx_write_absorb(t.f, a, 5, 3, 900);
+	assert_int_equal(count_markers(t.f), 12);
+
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	expect_settled(t.f, a->id, 8, 5 * 700 + 3 * 900, NULL);
+	expect_settled(t.f, b->id, 4, 4 * 300, NULL);
+	expect_twins(t.f);
+	assert_int_equal(count_markers(t.f), 0);
+	assert_int_equal(meta_cursors_get(t.f->kv, t.f->o.cls, EFX_STAR, t.f->row.epoch, &cur,
+					  NULL), 0);
+	assert_int_equal(cur.settle_frontier, efx_chain_row(t.f).checkpoint);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 2);
+	assert_int_equal(t.nsettled, 2);
+	for (unsigned i = 0; i < 2; i++) {
+		bool is_a = t.settled_id[i] == a->id;
+
+		assert_true(is_a || t.settled_id[i] == b->id);
+		assert_int_equal(t.settled_seq[i], is_a ? 8 : 4);
+		assert_int_equal(t.settled_byte[i], is_a ? 5 * 700 + 3 * 900 : 4 * 300);
+	}
+
+	before = efx_kv_dump(t.f->kv, false);
+	assert_int_equal(settle_now(&t, NOW_ALL), 0);
+	after = efx_kv_dump(t.f->kv, false);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	st_stop(&t);
+}
+
+/* A second era extends the stream's standing sub-cap object: the next
+ * revision holds old and new records, the catalog row keeps its key, and
+ * the replaced object is queued for reclamation after the read grace. */
+static void test_settle_tail_extension(void **state)
+{
+	struct st t;
+	struct nv_stream *a;
+	struct row r1, r2;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 3, 400);
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	expect_settled(t.f, a->id, 3, 1200, &r1);
+	assert_int_equal(r1.nobjs, 1);
+	assert_int_equal(r1.objs[0].rev, 0);
+	assert_int_equal(efx_count_space(t.f->kv, "gc"), 0);
+
+	efx_write_absorb(t.f, a, 3, 2, 400);
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	expect_settled(t.f, a->id, 5, 2000, &r2);
+	assert_int_equal(r2.nobjs, 1);
+	assert_int_equal(r2.objs[0].rev, 1);
+	assert_int_equal(r2.objs[0].first_seq, 0);
+	assert_int_equal(r2.objs[0].epoch, r1.objs[0].epoch);
+	assert_int_equal(efx_count_space(t.f->kv, "gc"), 1);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
+/* ===================================================== publish adoption */
+
+/* A run stopped after publishing leaves an object no row names; the next
+ * run adopts it (no second upload, no delete) because it holds exactly
+ * the records of the window. */
+static void test_settle_publish_adopts(void **state)
+{
+	struct st t;
+	struct nv_stream *a;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 4, 600);
+
+	assert_int_equal(nv_fp_arm("settle.after_publish=error"), 0);
+	assert_true(settle_now(&t, NOW_ALL) >= 0);
+	nv_fp_reset();
+	assert_int_equal(span_refs(t.f, a->id), 4); /* rows untouched */
+	assert_int_equal(count_markers(t.f), 4);
+	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 1);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 1);
+
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	expect_settled(t.f, a->id, 4, 2400, NULL);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 1); /* adopted */
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, "streams/"), 0);
+	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 1);
+	assert_int_equal(count_markers(t.f), 0);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
+/* A run stopped after publishing from a shorter window (an era bounded
+ * by the fetch budget) leaves an object at the key the longer window
+ * derives too; it does not hold the window's records, so the next run
+ * deletes it once and publishes its own. */
+static void test_settle_publish_replaces_stale(void **state)
+{
+	struct st t;
+	struct nv_stream *a;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 3, 600);
+
+	t.cfg.fetch_budget = 1; /* an era of one marker: seq [0, 1) */
+	assert_int_equal(nv_fp_arm("settle.after_publish=error"), 0);
+	assert_true(settle_now(&t, NOW_ALL) >= 0);
+	nv_fp_reset();
+	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 1);
+	assert_int_equal(span_refs(t.f, a->id), 3);
+
+	t.cfg.fetch_budget = 64u << 20;
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	expect_settled(t.f, a->id, 3, 1800, NULL); /* reads the replacement */
+	assert_int_equal(fake_store_ok_calls(t.f->fs, FAKE_DEL, "streams/"), 1);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 2);
+	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 1);
+	st_stop(&t);
+}
+
+/* ===================================================== the commit CAS */
+
+/* The pivot span ref changes between plan and commit: the CAS fails
+ * -ECANCELED and writes nothing; the next pass settles cleanly, adopting
+ * the object the cancelled job published. */
+static void test_settle_commit_cas(void **state)
+{
+	struct st t;
+	struct era e;
+	struct settle_job j;
+	struct nv_stream *a;
+	char *before, *after;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 3, 800);
+	era_open(&t, NOW_ALL, &e);
+	assert_int_equal(settle_era_warm(&e), 0);
+	assert_int_equal(settle_job_init(&j, &e, era_find(&e, a->id)), 0);
+	assert_int_equal(settle_job_resume(&j), 0);
+	assert_int_equal(settle_job_load(&j), 0);
+	assert_int_equal(settle_job_plan(&j), 0);
+	assert_int_equal(settle_job_publish(&j), 0);
+	assert_int_equal(j.state, JOB_PUBLISHED);
+
+	/* A concurrent writer rewrites the pivot row (same value, new
+	 * version). */
+	{
+		struct kv_txn *tx = kv_txn_new();
+
+		assert_non_null(tx);
+		assert_int_equal(meta_ref_txn_put(tx, &j.w.refs[0]), 0);
+		assert_int_equal(kv_txn_commit(t.f->kv, tx, NULL), 0);
+		kv_txn_free(tx);
+	}
+	before = efx_kv_dump(t.f->kv, false);
+	assert_int_equal(settle_job_commit(&j), -ECANCELED);
+	assert_int_equal(j.state, JOB_PUBLISHED);
+	after = efx_kv_dump(t.f->kv, false);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	settle_job_free(&j);
+	fetch_cache_clear(t.fc);
+	settle_era_free(&e);
+	assert_int_equal(span_refs(t.f, a->id), 3);
+
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	expect_settled(t.f, a->id, 3, 2400, NULL);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 1);
+	assert_int_equal(count_markers(t.f), 0);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
+/* The job table runs a job through every state to DONE. */
+static void test_settle_job_states(void **state)
+{
+	struct st t;
+	struct era e;
+	struct nv_stream *a;
+	struct era_stream *es;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 2, 100);
+	era_open(&t, NOW_ALL, &e);
+	assert_int_equal(settle_era_warm(&e), 0);
+	es = era_find(&e, a->id);
+	assert_int_equal(es->outcome, PENDING);
+	assert_int_equal(settle_stream(&e, es), 0);
+	assert_int_equal(es->outcome, SETTLED);
+	assert_int_equal(es->end_seq, 2);
+	assert_int_equal(es->end_byte, 200);
+	assert_int_equal(es->objects, 1);
+	/* Run again on the same era: the earlier run's row is found. */
+	es->outcome = PENDING;
+	assert_int_equal(settle_stream(&e, es), 0);
+	assert_int_equal(es->outcome, SETTLED);
+	assert_int_equal(es->end_seq, 2);
+	fetch_cache_clear(t.fc);
+	settle_era_free(&e);
+	expect_settled(t.f, a->id, 2, 200, NULL);
+	st_stop(&t);
+}
+
+/* ===================================================== crash resume */
+
+/* Stop the pass at failpoint fp, then re-run: the same catalog rows as
+ * the first run's commit (nothing republished after the commit), every
+ * span ref and twin gone, markers resolved. */
+static void crash_resume(void **state, const char *fp, bool committed)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	struct row ra, rb, ra2, rb2;
+	char spec[64];
+	uint64_t objs;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	efx_write_absorb(t.f, a, 0, 3, 500);
+	efx_write_absorb(t.f, b, 0, 2, 200);
+	efx_write_absorb(t.f, a, 3, 2, 500);
+	snprintf(spec, sizeof(spec), "%s=error", fp);
+	assert_int_equal(nv_fp_arm(spec), 0);
+	assert_true(settle_now(&t, NOW_ALL) != 0);
+	nv_fp_reset();
+	objs = NV_STAT_GET(&t.f->stats, settled_objects);
+	assert_int_equal(objs, 2);
+	assert_true(count_markers(t.f) > 0);
+	if (committed) {
+		struct rows *rs = calloc(1, sizeof(*rs));
+
+		assert_non_null(rs);
+		get_rows(t.f->kv, a->id, rs);
+		assert_int_equal(rs->r[0].kind, META_REF_CATALOG);
+		ra = rs->r[0];
+		get_rows(t.f->kv, b->id, rs);
+		assert_int_equal(rs->r[0].kind, META_REF_CATALOG);
+		rb = rs->r[0];
+		free(rs);
+	}
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	expect_settled(t.f, a->id, 5, 2500, &ra2);
+	expect_settled(t.f, b->id, 2, 400, &rb2);
+	if (committed) {
+		expect_same_row(&ra, &ra2);
+		expect_same_row(&rb, &rb2);
+	}
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), objs); /* none again */
+	assert_int_equal(count_markers(t.f), 0);
+	expect_twins(t.f);
+	assert_int_equal(settle_now(&t, NOW_ALL), 0);
+	st_stop(&t);
+}
+
+static void test_settle_crash_after_publish(void **state)
+{
+	crash_resume(state, "settle.after_publish", false);
+}
+
+static void test_settle_crash_after_commit(void **state)
+{
+	crash_resume(state, "settle.after_commit", true);
+}
+
+static void test_settle_crash_before_resolve(void **state)
+{
+	crash_resume(state, "settle.before_resolve", true);
+}
+
+/* A crash between the commit and the clean-up, driven phase by phase:
+ * the catalog row stands beside the covered span refs; the next run's
+ * resume deletes them and calls the stream settled. */
+static void test_settle_resume_phases(void **state)
+{
+	struct st t;
+	struct era e;
+	struct settle_job j;
+	struct nv_stream *a;
+	struct era_stream *es;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 4, 300);
+	era_open(&t, NOW_ALL, &e);
+	assert_int_equal(settle_era_warm(&e), 0);
+	es = era_find(&e, a->id);
+	assert_int_equal(settle_job_init(&j, &e, es), 0);
+	assert_int_equal(settle_job_resume(&j), 0);
+	assert_int_equal(settle_job_load(&j), 0);
+	assert_int_equal(settle_job_plan(&j), 0);
+	assert_int_equal(settle_job_publish(&j), 0);
+	assert_int_equal(settle_job_commit(&j), 0);
+	assert_int_equal(j.state, JOB_COMMITTED);
+	settle_job_free(&j); /* the crash: no finish */
+	assert_int_equal(span_refs(t.f, a->id), 3);
+
+	assert_int_equal(settle_job_init(&j, &e, es), 0);
+	assert_int_equal(settle_job_resume(&j), 0);
+	assert_int_equal(j.state, JOB_DONE);
+	assert_int_equal(es->outcome, SETTLED);
+	assert_int_equal(es->end_seq, 4);
+	assert_int_equal(es->end_byte, 1200);
+	settle_job_free(&j);
+	fetch_cache_clear(t.fc);
+	settle_era_free(&e);
+	assert_int_equal(span_refs(t.f, a->id), 0);
+	expect_settled(t.f, a->id, 4, 1200, NULL);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_settle_era_plan),
+		T(test_settle_window),
+		T(test_settle_chain_whole),
+		T(test_settle_tail_extension),
+		T(test_settle_publish_adopts),
+		T(test_settle_publish_replaces_stale),
+		T(test_settle_commit_cas),
+		T(test_settle_job_states),
+		T(test_settle_crash_after_publish),
+		T(test_settle_crash_after_commit),
+		T(test_settle_crash_before_resolve),
+		T(test_settle_resume_phases),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,275 @@
+/*
+ * test_trim.c - unit tests of engine/trim.c: trim-check (slot retirement
+ * by cursor arithmetic after the read grace) and the reclamation of
+ * trimmed history (span refs with their byte twins, settled objects via
+ * the reclaim queue).
+ *
+ * Streams are written by the real chain into the fake store, absorbed
+ * into a real SQLite metastore and settled by the real settle
+ * (tests/unit/engine_fixture.h), one record per slot and per batch.
+ * Time is passed in, never slept: the read grace is crossed by calling
+ * with a later now_ns.
+ */
+#include "config.h"
+#include "tests/unit/engine_fixture.h"
+#include "tests/unit/fake_store.h"
+#include "engine/settle.h"
+#include "engine/trim.h"
+#include "meta/cursors.h"
+#include "meta/refs.h"
+#include "meta/streams.h"
+#include "src/base/clock.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define GRACE (10 * NV_NS_PER_S)
+
+struct tt {
+	struct efx *f;
+	struct fetch_cache *fc;
+	struct settle_cfg scfg;
+	struct trim_cfg cfg;
+};
+
+static void tt_start(struct efx *f, struct tt *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->f = f;
+	t->fc = efx_start_settle(f, &t->scfg);
+	t->cfg.store = f->store;
+	t->cfg.kv = f->kv;
+	t->cfg.stats = &f->stats;
+	t->cfg.read_grace_ns = GRACE;
+}
+
+/* Settle at now (which must change something). */
+static void tt_settle(struct tt *t, uint64_t now)
+{
+	struct meta_chain c = efx_chain_row(t->f);
+
+	assert_int_equal(settle_chain(&t->scfg, &c, now), 1);
+}
+
+/* Every absorbed marker ripe, no age cap reached (efx_settle_cfg()). */
+static uint64_t soon(void)
+{
+	return nv_now_wall_ns() + 10 * 3600 * NV_NS_PER_S;
+}
+
+/* Every marker ripe, even one a resolve re-ripened at birth + the
+ * settle's age cap. */
+#define NOW_ALL (UINT64_MAX / 4 * 3)
+
+static int tt_trim(struct tt *t, uint64_t now)
+{
+	return trim_chain(&t->cfg, t->f->o.cls, EFX_STAR, t->f->row.epoch, now);
+}
+
+static bool slot_exists(struct tt *t, uint64_t slot)
+{
+	char key[CHAIN_KEY_MAX];
+
+	return fake_store_exists(t->f->fs, efx_slot_key(t->f, slot, key));
+}
+
+static void expect_cursors(struct tt *t, uint64_t trimmed, uint64_t rewritten, uint64_t target)
+{
+	struct meta_cursors cur;
+
+	assert_int_equal(meta_cursors_get(t->f->kv, t->f->o.cls, EFX_STAR, t->f->row.epoch, &cur,
+					  NULL), 0);
+	assert_int_equal(cur.trimmed, trimmed);
+	assert_int_equal(cur.rewritten, rewritten);
+	assert_int_equal(cur.grace_target, target);
+}
+
+struct first_rows {
+	uint64_t first[32];
+	uint32_t nobjs[32];
+	uint8_t kind[32];
+	unsigned n;
+};
+
+static int rows_fn(void *arg, const struct meta_ref *r)
+{
+	struct first_rows *fr = arg;
+
+	if (fr->n == 32)
+		return -E2BIG;
+	fr->first[fr->n] = r->first_seq;
+	fr->nobjs[fr->n] = r->nobjs;
+	fr->kind[fr->n] = r->kind;
+	fr->n++;
+	return 0;
+}
+
+static void get_rows(struct tt *t, uint64_t id, struct first_rows *fr)
+{
+	fr->n = 0;
+	assert_int_equal(meta_ref_list(t->f->kv, id, 0, 0, rows_fn, fr), 0);
+}
+
+/* ===================================================== trim-check */
+
+/* Slots go only in [trimmed, rewritten), where rewritten stops at the
+ * first standing marker, and only once the read grace has passed since
+ * rewritten reached them; a re-run deletes nothing more. */
+static void test_trim_check_window_and_grace(void **state)
+{
+	struct tt t;
+	struct nv_stream *a, *b;
+	uint64_t t0 = 1000 * NV_NS_PER_S, t1;
+
+	tt_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	efx_write_absorb(t.f, a, 0, 4, 1000); /* slots 0..3 */
+	efx_write_absorb(t.f, b, 0, 2, 10);   /* slots 4, 5 */
+	assert_int_equal(efx_chain_row(t.f).checkpoint, 6);
+	t.scfg.trigger_bytes = 500; /* a settles, b stays residue */
+	tt_settle(&t, soon());
+	assert_int_equal(efx_count_space(t.f->kv, "mrk"), 2);
+
+	/* rewritten reaches the first marker (slot 4); the grace starts. */
+	assert_int_equal(tt_trim(&t, t0), 1);
+	expect_cursors(&t, 0, 4, 4);
+	for (uint64_t s = 0; s < 6; s++)
+		assert_true(slot_exists(&t, s));
+
+	/* Just before the grace ends: nothing. */
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(tt_trim(&t, t0 + GRACE - 1), 0);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, NULL), 0);
+	for (uint64_t s = 0; s < 6; s++)
+		assert_true(slot_exists(&t, s));
+
+	/* The grace has passed: [0, 4) goes, 4 and 5 stay. */
+	assert_int_equal(tt_trim(&t, t0 + GRACE), 1);
+	expect_cursors(&t, 4, 4, 4);
+	for (uint64_t s = 0; s < 4; s++)
+		assert_false(slot_exists(&t, s));
+	assert_true(slot_exists(&t, 4));
+	assert_true(slot_exists(&t, 5));
+	assert_int_equal(NV_STAT_GET(&t.f->stats, slots_deleted), 4);
+
+	/* Idempotent: nothing more to do. */
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(tt_trim(&t, t0 + 5 * GRACE), 0);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, NULL), 0);
+	expect_cursors(&t, 4, 4, 4);
+
+	/* b settles too: rewritten reaches the checkpoint, a new grace. */
+	t.scfg.trigger_bytes = 1;
+	tt_settle(&t, NOW_ALL);
+	assert_int_equal(efx_count_space(t.f->kv, "mrk"), 0);
+	t1 = t0 + 6 * GRACE;
+	assert_int_equal(tt_trim(&t, t1), 1);
+	expect_cursors(&t, 4, 6, 6);
+	assert_true(slot_exists(&t, 4));
+	assert_int_equal(tt_trim(&t, t1 + GRACE), 1);
+	expect_cursors(&t, 6, 6, 6);
+	assert_false(slot_exists(&t, 4));
+	assert_false(slot_exists(&t, 5));
+	assert_int_equal(NV_STAT_GET(&t.f->stats, slots_deleted), 6);
+	assert_int_equal(tt_trim(&t, t1 + 2 * GRACE), 0);
+	fetch_cache_free(t.fc);
+}
+
+/* ===================================================== reclamation */
+
+/* A trimmed stream's span refs wholly below the trim point go with their
+ * byte twins; the rest stay; a re-run changes nothing. */
+static void test_trim_reclaims_span_refs(void **state)
+{
+	struct tt t;
+	struct nv_stream *a;
+	struct first_rows fr;
+	uint64_t now = nv_now_wall_ns();
+	char *before, *after;
+
+	tt_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 5, 100);
+	assert_int_equal(efx_count_space(t.f->kv, "ref"), 5);
+	assert_int_equal(meta_stream_set_trim(t.f->kv, a->id, 3, 300), 0);
+
+	assert_int_equal(trim_reclaim(&t.cfg, now), 1);
+	get_rows(&t, a->id, &fr);
+	assert_int_equal(fr.n, 2);
+	assert_int_equal(fr.first[0], 3);
+	assert_int_equal(fr.first[1], 4);
+	assert_int_equal(efx_count_space(t.f->kv, "ref"), 2);
+	assert_int_equal(efx_count_space(t.f->kv, "rby"), 2);
+	assert_int_equal(efx_count_space(t.f->kv, "rcl"), 0);
+
+	before = efx_kv_dump(t.f->kv, false);
+	assert_int_equal(trim_reclaim(&t.cfg, now + GRACE), 0);
+	after = efx_kv_dump(t.f->kv, false);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	fetch_cache_free(t.fc);
+}
+
+/* A trim point inside a catalog row: the objects wholly below it are
+ * queued and deleted only after the read grace, the row is re-keyed at
+ * the first object it keeps (with its twin), and a re-run is a no-op. */
+static void test_trim_reclaims_settled_objects(void **state)
+{
+	struct tt t;
+	struct nv_stream *a;
+	struct first_rows fr;
+	uint64_t now = 5000 * NV_NS_PER_S;
+
+	tt_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 3, 200);
+	t.scfg.output_cap_bytes = 1; /* one object per chunk: per record */
+	tt_settle(&t, soon());
+	get_rows(&t, a->id, &fr);
+	assert_int_equal(fr.n, 1);
+	assert_int_equal(fr.kind[0], META_REF_CATALOG);
+	assert_int_equal(fr.nobjs[0], 3);
+	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 3);
+
+	assert_int_equal(meta_stream_set_trim(t.f->kv, a->id, 2, 400), 0);
+	assert_int_equal(trim_reclaim(&t.cfg, now), 1);
+	get_rows(&t, a->id, &fr);
+	assert_int_equal(fr.n, 1);
+	assert_int_equal(fr.first[0], 2);
+	assert_int_equal(fr.nobjs[0], 1);
+	assert_int_equal(efx_count_space(t.f->kv, "ref"), 1);
+	assert_int_equal(efx_count_space(t.f->kv, "rby"), 1);
+	assert_int_equal(efx_count_space(t.f->kv, "gc"), 2);
+	/* Within the grace: the objects stand. */
+	assert_int_equal(trim_reclaim(&t.cfg, now + GRACE - 1), 0);
+	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 3);
+
+	assert_int_equal(trim_reclaim(&t.cfg, now + GRACE), 1);
+	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 1);
+	assert_int_equal(efx_count_space(t.f->kv, "gc"), 0);
+	assert_int_equal(trim_reclaim(&t.cfg, now + 2 * GRACE), 0);
+	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 1);
+	fetch_cache_free(t.fc);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_trim_check_window_and_grace),
+		T(test_trim_reclaims_span_refs),
+		T(test_trim_reclaims_settled_objects),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
