@@ -70,7 +70,6 @@ static int retire_chain(const struct trim_cfg *cfg, const struct meta_chain *c, 
 	char key[CHAIN_KEY_MAX];
 	const char *keys[1] = { key };
 	struct kv_txn *t;
-	struct nv_buf k;
 	int rc;
 
 	chain_slot_key(key, sizeof(key), c->cls, c->star, c->epoch, c->cut);
@@ -80,19 +79,11 @@ static int retire_chain(const struct trim_cfg *cfg, const struct meta_chain *c, 
 	t = kv_txn_new();
 	if (!t)
 		return -ENOMEM;
-	nv_buf_init(&k, KV_KEY_MAX);
-	rc = key_chain(&k, c->cls, c->star, c->epoch);
-	if (!rc)
-		rc = kv_txn_cmp_ver(t, k.ptr, k.len, cver);
-	if (!rc)
-		rc = kv_txn_del(t, k.ptr, k.len);
-	if (!rc)
-		rc = key_cursors(&k, c->cls, c->star, c->epoch);
+	rc = meta_chain_txn_del(t, c->cls, c->star, c->epoch, cver);
 	if (!rc && curver)
-		rc = kv_txn_del(t, k.ptr, k.len);
+		rc = meta_cursors_txn_del(t, c->cls, c->star, c->epoch);
 	if (!rc)
 		rc = kv_txn_commit(cfg->kv, t, NULL);
-	nv_buf_free(&k);
 	kv_txn_free(t);
 	if (!rc)
 		nv_log(NV_INFO, NV_SUB_TRIM, "%s/%s epoch %llu: every slot retired; chain retired",

@@ -137,6 +137,22 @@ int meta_chain_txn_put(struct kv_txn *t, const struct meta_chain *c, uint64_t ex
 	return rc;
 }
 
+int meta_chain_txn_del(struct kv_txn *t, unsigned cls, const char *star, uint64_t epoch,
+		       uint64_t expect_ver)
+{
+	struct nv_buf k;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	rc = key_chain(&k, cls, star, epoch);
+	if (!rc)
+		rc = kv_txn_cmp_ver(t, k.ptr, k.len, expect_ver);
+	if (!rc)
+		rc = kv_txn_del(t, k.ptr, k.len);
+	nv_buf_free(&k);
+	return rc;
+}
+
 int meta_chain_cas(struct kv *kv, const struct meta_chain *c, uint64_t expect_ver)
 {
 	struct kv_txn *t = kv_txn_new();

@@ -73,6 +73,11 @@ int meta_chain_get(struct kv *kv, unsigned cls, const char *star, uint64_t epoch
 int meta_chain_txn_put(struct kv_txn *t, const struct meta_chain *c, uint64_t expect_ver)
 	__attribute__((warn_unused_result));
 
+/* Add "row version == expect_ver, then delete the chain row" to t (a
+ * retired chain: trim-check, engine/trim.c). */
+int meta_chain_txn_del(struct kv_txn *t, unsigned cls, const char *star, uint64_t epoch,
+		       uint64_t expect_ver) __attribute__((warn_unused_result));
+
 /* Write c if its version is still expect_ver.  0, -ECANCELED, kv error. */
 int meta_chain_cas(struct kv *kv, const struct meta_chain *c, uint64_t expect_ver)
 	__attribute__((warn_unused_result));

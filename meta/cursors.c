@@ -3,6 +3,7 @@
  */
 #include "config.h"
 #include "meta/cursors.h"
+#include "meta/keys.h"
 #include "meta/streams.h"
 #include "meta/tuple.h"
 #include "src/base/wire.h"
@@ -13,19 +14,6 @@
 #include <string.h>
 
 #define CUR_V1 1
-
-static int key_cursors(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
-{
-	int rc;
-
-	nv_buf_reset(b);
-	rc = nv_tup_add_str(b, "cur");
-	if (!rc)
-		rc = nv_tup_add_u64(b, cls);
-	if (!rc)
-		rc = nv_tup_add_str(b, star);
-	return rc ? rc : nv_tup_add_u64(b, epoch);
-}
 
 int meta_cursors_encode(const struct meta_cursors *c, struct nv_buf *out)
 {
@@ -128,18 +116,20 @@ int meta_cursors_txn_put(struct kv_txn *t, const struct meta_cursors *c, uint64_
 	return rc;
 }
 
-/* ------------------------------------------------------------ reclaim */
-
-static int key_gc(struct nv_buf *b, uint64_t due_ns, const char *key)
+int meta_cursors_txn_del(struct kv_txn *t, unsigned cls, const char *star, uint64_t epoch)
 {
+	struct nv_buf k;
 	int rc;
 
-	nv_buf_reset(b);
-	rc = nv_tup_add_str(b, "gc");
+	nv_buf_init(&k, KV_KEY_MAX);
+	rc = key_cursors(&k, cls, star, epoch);
 	if (!rc)
-		rc = nv_tup_add_u64(b, due_ns);
-	return rc ? rc : nv_tup_add_str(b, key);
+		rc = kv_txn_del(t, k.ptr, k.len);
+	nv_buf_free(&k);
+	return rc;
 }
+
+/* ------------------------------------------------------------ reclaim */
 
 int meta_reclaim_txn_add(struct kv_txn *t, uint64_t due_ns, const char *key)
 {
@@ -147,7 +137,7 @@ int meta_reclaim_txn_add(struct kv_txn *t, uint64_t due_ns, const char *key)
 	int rc;
 
 	nv_buf_init(&k, KV_KEY_MAX);
-	rc = key_gc(&k, due_ns, key);
+	rc = key_reclaim(&k, due_ns, key);
 	if (!rc)
 		rc = kv_txn_put(t, k.ptr, k.len, "", 0);
 	nv_buf_free(&k);
@@ -160,7 +150,7 @@ int meta_reclaim_txn_del(struct kv_txn *t, uint64_t due_ns, const char *key)
 	int rc;
 
 	nv_buf_init(&k, KV_KEY_MAX);
-	rc = key_gc(&k, due_ns, key);
+	rc = key_reclaim(&k, due_ns, key);
 	if (!rc)
 		rc = kv_txn_del(t, k.ptr, k.len);
 	nv_buf_free(&k);
@@ -203,9 +193,9 @@ int meta_reclaim_due(struct kv *kv, uint64_t now_ns, size_t max, meta_reclaim_fn
 		return -ENOMEM;
 	nv_buf_init(&start, KV_KEY_MAX);
 	nv_buf_init(&end, KV_KEY_MAX);
-	rc = nv_tup_add_str(&start, "gc");
+	rc = key_reclaim_space(&start);
 	if (!rc)
-		rc = nv_tup_add_str(&end, "gc");
+		rc = key_reclaim_space(&end);
 	if (!rc)
 		rc = nv_tup_add_u64(&end, now_ns + 1); /* due <= now */
 	while (!rc) {
@@ -224,7 +214,7 @@ int meta_reclaim_due(struct kv *kv, uint64_t now_ns, size_t max, meta_reclaim_fn
 		if (rc || pg->n < GC_PAGE || (max && seen >= max))
 			break;
 		/* Next page after the last key seen. */
-		rc = key_gc(&start, pg->due[pg->n - 1], pg->keys[pg->n - 1]);
+		rc = key_reclaim(&start, pg->due[pg->n - 1], pg->keys[pg->n - 1]);
 		if (!rc)
 			rc = nv_buf_add_u8(&start, 0);
 	}
@@ -249,7 +239,7 @@ int meta_reclaim_count(struct kv *kv, uint64_t *n)
 	*n = 0;
 	nv_buf_init(&start, KV_KEY_MAX);
 	nv_buf_init(&end, KV_KEY_MAX);
-	rc = nv_tup_add_str(&start, "gc");
+	rc = key_reclaim_space(&start);
 	if (!rc)
 		rc = nv_buf_add(&end, start.ptr, start.len);
 	if (!rc)

@@ -46,6 +46,9 @@ int meta_cursors_get(struct kv *kv, unsigned cls, const char *star, uint64_t epo
 		     struct meta_cursors *out, uint64_t *ver) __attribute__((warn_unused_result));
 int meta_cursors_txn_put(struct kv_txn *t, const struct meta_cursors *c, uint64_t expect_ver)
 	__attribute__((warn_unused_result));
+/* Add "delete the chain's cursor row" to t (a retired chain). */
+int meta_cursors_txn_del(struct kv_txn *t, unsigned cls, const char *star, uint64_t epoch)
+	__attribute__((warn_unused_result));
 int meta_cursors_encode(const struct meta_cursors *c, struct nv_buf *out)
 	__attribute__((warn_unused_result));
 int meta_cursors_decode(const void *p, size_t n, struct meta_cursors *c)

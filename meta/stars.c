@@ -2,6 +2,7 @@
  * stars.c - see stars.h.
  */
 #include "config.h"
+#include "meta/keys.h"
 #include "meta/stars.h"
 #include "meta/tuple.h"
 #include "src/base/wire.h"
@@ -10,15 +11,6 @@
 #include <string.h>
 
 #define STAR_V1 1
-
-static int key_star(struct nv_buf *b, const char *id)
-{
-	int rc;
-
-	nv_buf_reset(b);
-	rc = nv_tup_add_str(b, "star");
-	return rc ? rc : nv_tup_add_str(b, id);
-}
 
 int meta_star_encode(const struct meta_star *s, struct nv_buf *out)
 {
