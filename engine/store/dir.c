@@ -1405,3 +1405,10 @@ fail:
 	dir_close(d);
 	return rc;
 }
+
+const struct store_scheme dir_store_scheme = {
+	.prefix = "dir:",
+	.usage = "dir:/abs/path, /abs/path",
+	.path = true,
+	.open = dir_store_open,
+};

@@ -2476,3 +2476,10 @@ fail:
 	s3_close(s);
 	return rc;
 }
+
+const struct store_scheme s3_store_scheme = {
+	.prefix = "s3://",
+	.usage = "s3://bucket?...",
+	.path = false,
+	.open = s3_store_open,
+};

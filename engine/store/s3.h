@@ -53,6 +53,9 @@
 int s3_store_open(const char *url, struct store **out)
 	__attribute__((warn_unused_result));
 
+/* Its store_open() scheme: "s3://" (schemes.c). */
+extern const struct store_scheme s3_store_scheme;
+
 /* The one translation of an S3 failure into a store.h errno: the libcurl
  * result cc (CURLE_OK when a response came), the HTTP status and the S3
  * error Code (NULL or "" when the response had none).  A success
