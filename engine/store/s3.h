@@ -33,7 +33,7 @@
  * repeated or malformed is -EINVAL with a log line naming it.  Opening
  * does not contact the server.
  *
- * What S3 cannot honour of store.h exactly (see s3.c "Deviations"):
+ * What S3 cannot honour of store.h exactly (see s3/internal.h "Deviations"):
  *  - create-once on servers that ignore If-None-Match (s3rver) is not
  *    enforced for store_put(); store_mpu_complete() checks with a HEAD
  *    first, which is racy.  The engine's metastore decides who publishes.

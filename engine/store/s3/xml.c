@@ -22,7 +22,7 @@
  *     anything, so 0 doubles as "none" in the links.
  */
 #include "config.h"
-#include "engine/store/xml.h"
+#include "engine/store/s3/xml.h"
 
 #include <errno.h>
 #include <stdbool.h>
