@@ -1,7 +1,7 @@
 /*
  * test_store_dir.c - unit tests of the object-store layer: store.c (URL
  * parsing, key checks, counters, failpoints, the multipart wrapper) over
- * the directory backend (dir.c).
+ * the directory backend (engine/store/dir/).
  *
  * Not for: the S3 backend, or engine behaviour on store faults (those use
  * tests/unit/fake_store.c).
@@ -139,9 +139,10 @@ static bool path_exists(const struct fx *f, const char *rel)
 
 /*
  * copy_file_range, interposed: the executable's definition wins over
- * libc's, so dir.c calls this one.  With cfr_errno set it fails the way
- * it does on file systems without support, and dir.c must fall back to
- * read/write; otherwise it is the system call.
+ * libc's, so engine/store/dir/files.c calls this one.  With cfr_errno set
+ * it fails the way it does on file systems without support, and
+ * dir_copy_range() must fall back to read/write; otherwise it is the
+ * system call.
  */
 static int cfr_errno;
 static int cfr_calls;

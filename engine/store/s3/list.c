@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /*
  * Listing.  ListObjectsV2 pages (list-type=2, start-after on the first
  * page, continuation-token after), checked: keys inside our prefix, after
@@ -262,4 +261,3 @@ int s3_list(void *be, const char *prefix, const char *start_after,
 	lister_clear(&l);
 	return rc > 0 ? 0 : rc;
 }
-

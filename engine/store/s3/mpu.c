@@ -427,4 +427,3 @@ void s3_mpu_abort(void *be, void *upload)
 	abort_upload(be, upload);
 	upload_free(upload);
 }
-

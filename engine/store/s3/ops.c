@@ -454,4 +454,3 @@ const struct store_scheme s3_store_scheme = {
 	.path = false,
 	.open = s3_store_open,
 };
-
