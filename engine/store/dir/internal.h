@@ -103,7 +103,7 @@
 /* iovec entries handed to one pwritev (IOV_MAX is 1024; a small stack
  * window is enough, pwritev is called again for the rest). */
 #define DIR_IOV_BATCH 64
-/* Bounce buffer of the read/write fallback of copy_range(). */
+/* Bounce buffer of the read/write fallback of dir_copy_range(). */
 #define DIR_COPY_BUF (256u * 1024)
 /* Largest request to one copy_file_range/pwrite call (the kernel caps a
  * single transfer a little under 2 GiB anyway). */
