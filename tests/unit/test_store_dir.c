@@ -12,6 +12,11 @@
  *
  * NOVAFS_STORE_BENCH=1 enables test_store_dir_put_latency, which prints
  * the mean time of durable 4 KiB and 1 MiB puts.
+ *
+ * Longer than ~900 lines on purpose: one cmocka program per module
+ * (Makefile.am), and every case of the wrapper and of the directory
+ * backend shares the one mkdtemp() fixture and listing helpers above
+ * them; each case stays short.
  */
 #include "config.h"
 
