@@ -7,7 +7,7 @@ parallel, CLOCK_MONOTONIC per operation):
 
   dsync4k   write 4 KiB to an O_APPEND|O_DSYNC file (one file per thread):
             what a local durable append costs
-  publish   what the dir store does for one slot PUT (engine/store/dir.c
+  publish   what the dir store does for one slot PUT (engine/store/dir/files.c
             dir_publish): openat(O_CREAT|O_EXCL) a temp file, write SIZE,
             fdatasync, close, link() to the final name, unlink the temp,
             fsync the directory (--size bytes; 4 KiB ~ one small flight,

@@ -222,13 +222,6 @@ refuse:
 
 /* ------------------------------------------------------------ the PUT */
 
-static bool transient(int rc)
-{
-	return rc == -EIO || rc == -EAGAIN || rc == -ETIMEDOUT || rc == -EBUSY ||
-	       rc == -ENOSPC || rc == -ECONNRESET || rc == -ECONNREFUSED ||
-	       rc == -EHOSTUNREACH || rc == -ENETUNREACH || rc == -EDQUOT;
-}
-
 /* After a create-once PUT met an existing object on a retry: is it the
  * object we tried to write (an earlier attempt landed)?  Compare size and
  * trailer, which carries the footer CRC. */
@@ -276,7 +269,7 @@ static int put_flight(struct chain *c, struct flight *f)
 	}
 	chain_slot_key(key, sizeof(key), c->cfg.cls, c->star, c->cfg.epoch, f->slot);
 	rc = NV_FP("chain.before_put");
-	for (; !rc || transient(rc); attempt++) {
+	for (; !rc || store_err_transient(rc); attempt++) {
 		if (attempt > 0) {
 			uint64_t now = nv_now_mono_ns();
 			struct timespec ts;

@@ -1,11 +1,12 @@
 /*
  * kv.c - the dispatch layer of the metastore interface (see kv.h).
  *
- * For: parsing metastore URLs, owning the backend behind a struct kv,
- * building transactions, enforcing the hard size limits and running the
+ * For: choosing a backend from a metastore URL (through the scheme table
+ * of meta/schemes.c), owning the backend behind a struct kv, building
+ * transactions, enforcing the hard size limits and running the
  * meta.commit failpoint before every backend commit.  Not for: storage
- * (meta/sqlite.c and later backends), key layout (meta/tuple.c,
- * meta/keys.c).
+ * (meta/sqlite.c and later backends), knowing which backends exist
+ * (meta/schemes.c), key layout (meta/tuple.c, meta/keys.c).
  *
  * Invariants:
  *  1. A backend never sees a key longer than KV_KEY_MAX or a value longer
@@ -27,12 +28,12 @@
  */
 #include "config.h"
 #include "meta/kv.h"
-#include "meta/sqlite.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,20 +81,41 @@ int kv_wrap(const struct kv_backend_ops *ops, void *be, const char *name,
 	return 0;
 }
 
+/* The scheme of url and the argument its open takes, or NULL. */
+static const struct kv_scheme *scheme_of(const char *url, const char **arg)
+{
+	for (size_t i = 0; url && kv_schemes[i]; i++) {
+		const struct kv_scheme *sc = kv_schemes[i];
+		size_t n = strlen(sc->prefix);
+
+		if (sc->path && url[0] == '/') {
+			*arg = url;
+			return sc;
+		}
+		if (strncmp(url, sc->prefix, n) != 0)
+			continue;
+		*arg = sc->path ? url + n : url;
+		return sc->path && (*arg)[0] != '/' ? NULL : sc;
+	}
+	return NULL;
+}
+
 int kv_open(const char *url, struct kv **out)
 {
-	static const char scheme[] = "sqlite:";
-	const char *path = url;
+	const struct kv_scheme *sc;
+	const char *arg = NULL;
+	char want[256] = "";
+	size_t n = 0;
 
-	if (url && !strncmp(url, scheme, sizeof(scheme) - 1))
-		path = url + sizeof(scheme) - 1;
-	if (!path || path[0] != '/') {
-		nv_log(NV_ERR, NV_SUB_META,
-		       "metastore URL '%s': expected sqlite:/abs/path or /abs/path",
-		       url ? url : "(null)");
-		return -EINVAL;
-	}
-	return sqlite_kv_open(path, out);
+	sc = scheme_of(url, &arg);
+	if (sc)
+		return sc->open(arg, out);
+	for (size_t i = 0; kv_schemes[i] && n < sizeof(want); i++)
+		n += (size_t)snprintf(want + n, sizeof(want) - n, "%s%s",
+				      i ? ", " : "", kv_schemes[i]->usage);
+	nv_log(NV_ERR, NV_SUB_META, "metastore URL '%s': expected %s",
+	       url ? url : "(null)", want);
+	return -EINVAL;
 }
 
 void kv_close(struct kv *kv)

@@ -47,7 +47,7 @@ struct kv_txn; /* a transaction being built; opaque */
 #define KV_VAL_MAX (1u << 20)
 
 /*
- * Open a metastore from a URL:
+ * Open a metastore from a URL, by the scheme table (meta/schemes.c):
  *   sqlite:/abs/path.db or /abs/path.db   the SQLite backend (created)
  * 0 and *out (caller owns; kv_close()), -EINVAL (bad URL, logged), or
  * the backend's error.
@@ -182,6 +182,26 @@ struct kv_backend_ops {
 	/* ops: compares first, then writes (kv.c orders them). */
 	int (*commit)(void *be, const struct kv_op *ops, size_t nops, uint64_t *rev);
 };
+
+/*
+ * One URL scheme of kv_open().  Each backend defines its own (sqlite.h);
+ * meta/schemes.c lists the backends compiled in, so kv.c knows none of
+ * them and a new backend is one line there.
+ */
+struct kv_scheme {
+	const char *prefix; /* "sqlite:": the URL starts with it */
+	/* How the URL is written, for the error message of a bad URL:
+	 * "sqlite:/abs/path or /abs/path". */
+	const char *usage;
+	/* true: what follows the prefix must be an absolute path, and an
+	 * absolute path alone also selects this scheme; open gets the path.
+	 * false: open gets the whole URL. */
+	bool path;
+	int (*open)(const char *arg, struct kv **out);
+};
+
+/* The schemes compiled in, NULL-terminated (meta/schemes.c). */
+extern const struct kv_scheme *const kv_schemes[];
 
 /* Wrap an opened backend (takes ownership).  0 or -ENOMEM (be closed). */
 int kv_wrap(const struct kv_backend_ops *ops, void *be, const char *name,

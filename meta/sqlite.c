@@ -758,3 +758,10 @@ fail:
 	sq_close(be);
 	return rc;
 }
+
+const struct kv_scheme sqlite_kv_scheme = {
+	.prefix = "sqlite:",
+	.usage = "sqlite:/abs/path or /abs/path",
+	.path = true,
+	.open = sqlite_kv_open,
+};

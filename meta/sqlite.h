@@ -16,4 +16,7 @@
 int sqlite_kv_open(const char *path, struct kv **out)
 	__attribute__((warn_unused_result));
 
+/* Its kv_open() scheme: "sqlite:/abs/path" or "/abs/path" (meta/schemes.c). */
+extern const struct kv_scheme sqlite_kv_scheme;
+
 #endif

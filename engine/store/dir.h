@@ -20,4 +20,7 @@
 int dir_store_open(const char *root, struct store **out)
 	__attribute__((warn_unused_result));
 
+/* Its store_open() scheme: "dir:/abs/path" or "/abs/path" (schemes.c). */
+extern const struct store_scheme dir_store_scheme;
+
 #endif

@@ -33,7 +33,7 @@
  * repeated or malformed is -EINVAL with a log line naming it.  Opening
  * does not contact the server.
  *
- * What S3 cannot honour of store.h exactly (see s3.c "Deviations"):
+ * What S3 cannot honour of store.h exactly (see s3/internal.h "Deviations"):
  *  - create-once on servers that ignore If-None-Match (s3rver) is not
  *    enforced for store_put(); store_mpu_complete() checks with a HEAD
  *    first, which is racy.  The engine's metastore decides who publishes.
@@ -52,6 +52,9 @@
  * -EIO (libcurl could not be initialised). */
 int s3_store_open(const char *url, struct store **out)
 	__attribute__((warn_unused_result));
+
+/* Its store_open() scheme: "s3://" (schemes.c). */
+extern const struct store_scheme s3_store_scheme;
 
 /* The one translation of an S3 failure into a store.h errno: the libcurl
  * result cc (CURLE_OK when a response came), the HTTP status and the S3

@@ -2,12 +2,15 @@
  * store.c - the backend-independent half of the object-store interface
  * (see store.h).
  *
- * For: choosing a backend from a URL, checking keys, counting requests,
- * bytes and errors, running the store.put / store.get failpoints, and
- * wrapping a backend's multipart upload state in struct store_mpu, so that
- * every backend only moves bytes.
- * Not for: moving bytes (engine/store/dir.c, later s3.c), retries (the
- * engine decides what is transient), caching.
+ * For: choosing a backend from a URL (through the scheme table of
+ * engine/store/schemes.c), checking keys, counting requests, bytes and
+ * errors, running the store.put / store.get failpoints, wrapping a
+ * backend's multipart upload state in struct store_mpu, so that every
+ * backend only moves bytes, and the rule of which errors are transient
+ * (store_err_transient()).
+ * Not for: moving bytes (engine/store/dir/, engine/store/s3/), knowing
+ * which backends exist (schemes.c), retrying (the engine decides when to
+ * retry what store_err_transient() allows), caching.
  *
  * Invariants:
  *  1. A backend is never called with a key that fails store_key_check(),
@@ -31,14 +34,13 @@
  */
 #include "config.h"
 #include "engine/store/store.h"
-#include "engine/store/dir.h"
-#include "engine/store/s3.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +179,13 @@ static int key_ok(struct store *s, const char *what, const char *key)
 	return -EINVAL;
 }
 
+bool store_err_transient(int rc)
+{
+	return rc == -EIO || rc == -EAGAIN || rc == -ETIMEDOUT || rc == -EBUSY ||
+	       rc == -ENOSPC || rc == -ECONNRESET || rc == -ECONNREFUSED ||
+	       rc == -EHOSTUNREACH || rc == -ENETUNREACH || rc == -EDQUOT;
+}
+
 size_t store_iov_len(const struct iovec *iov, int iovcnt)
 {
 	size_t n = 0;
@@ -212,24 +221,43 @@ fail:
 	return -ENOMEM;
 }
 
+/* The scheme of url and the argument its open takes, or NULL. */
+static const struct store_scheme *scheme_of(const char *url, const char **arg)
+{
+	for (size_t i = 0; url && store_schemes[i]; i++) {
+		const struct store_scheme *sc = store_schemes[i];
+		size_t n = strlen(sc->prefix);
+
+		if (sc->path && url[0] == '/') {
+			*arg = url;
+			return sc;
+		}
+		if (strncmp(url, sc->prefix, n) != 0)
+			continue;
+		*arg = sc->path ? url + n : url;
+		return sc->path && (*arg)[0] != '/' ? NULL : sc;
+	}
+	return NULL;
+}
+
 int store_open(const char *url, struct store **out)
 {
-	const char *path = NULL;
+	const struct store_scheme *sc;
+	const char *arg = NULL;
+	char want[256] = "";
+	size_t n = 0;
 
-	if (url && strncmp(url, "dir:", 4) == 0)
-		path = url + 4;
-	else if (url && url[0] == '/')
-		path = url;
-	if (url && strncmp(url, "s3://", 5) == 0)
-		return s3_store_open(url, out);
-	if (!path || path[0] != '/') {
-		nv_log(NV_ERR, NV_SUB_STORE,
-		       "unknown or malformed store URL '%s' (want dir:/abs/path, /abs/path "
-		       "or s3://bucket?...)",
-		       url ? url : "(null)");
-		return -EINVAL;
-	}
-	return dir_store_open(path, out);
+	sc = scheme_of(url, &arg);
+	if (sc)
+		return sc->open(arg, out);
+	/* "a, b or c" from the usages of the table. */
+	for (size_t i = 0; store_schemes[i] && n < sizeof(want); i++)
+		n += (size_t)snprintf(want + n, sizeof(want) - n, "%s%s",
+				      i == 0 ? "" : store_schemes[i + 1] ? ", " : " or ",
+				      store_schemes[i]->usage);
+	nv_log(NV_ERR, NV_SUB_STORE, "unknown or malformed store URL '%s' (want %s)",
+	       url ? url : "(null)", want);
+	return -EINVAL;
 }
 
 void store_close(struct store *s)

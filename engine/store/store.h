@@ -27,6 +27,13 @@
  *   -ENOTSUP  the backend cannot do this (range copy): fall back
  *   -ENOSPC   storage full;  -EIO  anything else below us
  *   -EAGAIN / -ETIMEDOUT  transient: the caller may retry
+ * Which errors a caller may retry (store_err_transient()): -EIO, -EAGAIN,
+ * -ETIMEDOUT, -EBUSY, -ENOSPC, -EDQUOT and the connection errors
+ * -ECONNRESET, -ECONNREFUSED, -EHOSTUNREACH, -ENETUNREACH: a later attempt
+ * of the same call may succeed (a server restarting, a zone coming back,
+ * space freed).  Answers (-ENOENT, -EEXIST, -ERANGE, -ENOTSUP), caller
+ * bugs (-EINVAL), bad bytes (-EBADMSG) and -ENOMEM are not retried: the
+ * same call would fail the same way.
  */
 #ifndef NOVAFS_STORE_STORE_H
 #define NOVAFS_STORE_STORE_H
@@ -61,9 +68,10 @@ struct store_stats {
 };
 
 /*
- * Open a store from a URL:
+ * Open a store from a URL, by the scheme table (engine/store/schemes.c):
  *   dir:/abs/path or /abs/path     the directory backend rooted there
  *                                  (created if missing)
+ *   s3://bucket?...                the S3 backend (s3.h)
  * Returns 0 and *out (caller owns; store_close()), or -EINVAL for an
  * unknown or malformed URL (logged), or the backend's error.
  */
@@ -165,6 +173,10 @@ void store_mpu_abort(struct store_mpu *m);
 /* 0 when key is a valid object key (invariant 5), else -EINVAL. */
 int store_key_check(const char *key) __attribute__((warn_unused_result));
 
+/* Whether rc (a store error) is one a caller may retry: the rule of the
+ * error list above.  0 and every other error are false. */
+bool store_err_transient(int rc);
+
 /* ---------------------------------------------------------------------
  * Backend side.  store.c wraps every backend: it checks keys, counts
  * requests and bytes, and runs the store.put/store.get failpoints, so
@@ -197,6 +209,26 @@ struct store_backend_ops {
 	int (*mpu_complete)(void *be, void *upload, unsigned flags); /* frees upload */
 	void (*mpu_abort)(void *be, void *upload);                   /* frees upload */
 };
+
+/*
+ * One URL scheme of store_open().  Each backend defines its own (dir.h,
+ * s3.h); engine/store/schemes.c lists the backends compiled in, so
+ * store.c knows none of them and a new backend is one line there.
+ */
+struct store_scheme {
+	const char *prefix; /* "dir:", "s3://": the URL starts with it */
+	/* How the URL is written, for the error message of a bad URL:
+	 * "dir:/abs/path, /abs/path". */
+	const char *usage;
+	/* true: what follows the prefix must be an absolute path, and an
+	 * absolute path alone ("/x") also selects this scheme; open gets the
+	 * path.  false: open gets the whole URL. */
+	bool path;
+	int (*open)(const char *arg, struct store **out);
+};
+
+/* The schemes compiled in, NULL-terminated (engine/store/schemes.c). */
+extern const struct store_scheme *const store_schemes[];
 
 /* Wrap an opened backend (takes ownership of be; ops->close frees it).
  * name is copied.  0 or -ENOMEM (be closed). */

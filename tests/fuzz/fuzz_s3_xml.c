@@ -1,5 +1,5 @@
 /*
- * fuzz_s3_xml.c - the XML reader of S3 responses (engine/store/xml.h:
+ * fuzz_s3_xml.c - the XML reader of S3 responses (engine/store/s3/xml.h:
  * xml_parse and the tree accessors), whose input is whatever an S3
  * endpoint answers.
  *
@@ -23,7 +23,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine/store/xml.h"
+#include "engine/store/s3/xml.h"
 #include "tests/fuzz/fuzz.h"
 
 static bool name_start(unsigned char c)

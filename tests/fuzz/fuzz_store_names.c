@@ -1,7 +1,7 @@
 /*
  * fuzz_store_names.c - object key validation and the store URL parsers
  * (engine/store/store.h: store_key_check, store_open with its s3://
- * parser in engine/store/s3.c; engine/store/set.h: store_set_open, the
+ * parser in engine/store/s3/url.c; engine/store/set.h: store_set_open, the
  * ';'-separated bucket set of -o express=).
  *
  * Input: the string (cut at its first NUL), used as a key, as a store

@@ -515,7 +515,7 @@ static void gen_options(void)
 	put_str("fault_spec", "unknown", "bogus=1");
 }
 
-/* S3 response bodies for the XML reader (engine/store/xml.h). */
+/* S3 response bodies for the XML reader (engine/store/s3/xml.h). */
 static void gen_xml(void)
 {
 	put_str("s3_xml", "list",

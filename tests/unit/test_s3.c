@@ -1,5 +1,5 @@
 /*
- * test_s3.c - unit tests of engine/store/s3.c without a real server: URL
+ * test_s3.c - unit tests of engine/store/s3/ without a real server: URL
  * parsing, s3_to_errno(), and the request loop (retries, what is and is
  * not retried, ETag checks, 200-with-<Error>, hostile answers) against a
  * scripted HTTP server on 127.0.0.1 in a thread of this process.

@@ -1,5 +1,5 @@
 /*
- * test_sigv4.c - unit tests of engine/store/sigv4.c against published
+ * test_sigv4.c - unit tests of engine/store/s3/sigv4.c against published
  * vectors: the AWS SigV4 test suite (aws-sig-v4-test-suite: credentials
  * AKIDEXAMPLE, service "service", 2015-08-30) and the S3 examples of the
  * S3 API reference "Signature calculation: authorization header"
@@ -26,7 +26,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "engine/store/sigv4.h"
+#include "engine/store/s3/sigv4.h"
 
 #define SUITE_DATE "20150830T123600Z"
 #define SUITE_HOST "example.amazonaws.com"
@@ -260,7 +260,7 @@ static void test_sigv4_s3_examples(void **state)
 	}
 }
 
-/* What s3.c relies on beyond the vectors: bare subresources sign as
+/* What the S3 backend relies on beyond the vectors: bare subresources sign as
  * "name=", copy-source headers sort by full name, query values encode
  * '/', '+' and '=', and the path keeps '/'. */
 static void test_sigv4_s3_shapes(void **state)

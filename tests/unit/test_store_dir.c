@@ -1,7 +1,7 @@
 /*
  * test_store_dir.c - unit tests of the object-store layer: store.c (URL
  * parsing, key checks, counters, failpoints, the multipart wrapper) over
- * the directory backend (dir.c).
+ * the directory backend (engine/store/dir/).
  *
  * Not for: the S3 backend, or engine behaviour on store faults (those use
  * tests/unit/fake_store.c).
@@ -12,6 +12,11 @@
  *
  * NOVAFS_STORE_BENCH=1 enables test_store_dir_put_latency, which prints
  * the mean time of durable 4 KiB and 1 MiB puts.
+ *
+ * Longer than ~900 lines on purpose: one cmocka program per module
+ * (Makefile.am), and every case of the wrapper and of the directory
+ * backend shares the one mkdtemp() fixture and listing helpers above
+ * them; each case stays short.
  */
 #include "config.h"
 
@@ -139,9 +144,10 @@ static bool path_exists(const struct fx *f, const char *rel)
 
 /*
  * copy_file_range, interposed: the executable's definition wins over
- * libc's, so dir.c calls this one.  With cfr_errno set it fails the way
- * it does on file systems without support, and dir.c must fall back to
- * read/write; otherwise it is the system call.
+ * libc's, so engine/store/dir/files.c calls this one.  With cfr_errno set
+ * it fails the way it does on file systems without support, and
+ * dir_copy_range() must fall back to read/write; otherwise it is the
+ * system call.
  */
 static int cfr_errno;
 static int cfr_calls;
@@ -244,6 +250,48 @@ static void test_store_dir_open_urls(void **state)
 	snprintf(under, sizeof(under), "%s/x", file);
 	assert_int_equal(store_open(under, &s), -ENOTDIR);
 	loud();
+}
+
+/* The scheme table (schemes.c): NULL-terminated, and no prefix is a
+ * prefix of another, so a URL selects at most one backend; exactly one
+ * takes bare absolute paths. */
+static void test_store_schemes_table(void **state)
+{
+	size_t n, paths = 0;
+
+	(void)state;
+	for (n = 0; store_schemes[n]; n++) {
+		const struct store_scheme *a = store_schemes[n];
+
+		assert_non_null(a->prefix);
+		assert_non_null(a->usage);
+		assert_non_null(a->open);
+		paths += a->path;
+		for (size_t j = 0; store_schemes[j]; j++) {
+			const char *b = store_schemes[j]->prefix;
+
+			if (j != n)
+				assert_int_not_equal(strncmp(a->prefix, b, strlen(b)), 0);
+		}
+	}
+	assert_true(n >= 2); /* dir and s3 */
+	assert_int_equal(paths, 1);
+}
+
+/* The rule of store.h's error list. */
+static void test_store_err_transient(void **state)
+{
+	static const int yes[] = { EIO, EAGAIN, ETIMEDOUT, EBUSY, ENOSPC, EDQUOT,
+				   ECONNRESET, ECONNREFUSED, EHOSTUNREACH, ENETUNREACH };
+	static const int no[] = { 0, ENOENT, EEXIST, ERANGE, ENOTSUP, EINVAL,
+				  EBADMSG, ENOMEM, ECANCELED };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		assert_true(store_err_transient(-yes[i]));
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		assert_false(store_err_transient(-no[i]));
+	assert_false(store_err_transient(EIO)); /* errors are negative */
 }
 
 static void test_store_dir_put_get_round_trip(void **state)
@@ -1100,6 +1148,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_store_dir_open_urls),
+		cmocka_unit_test(test_store_schemes_table),
+		cmocka_unit_test(test_store_err_transient),
 		T(test_store_dir_put_get_round_trip),
 		T(test_store_dir_get_range),
 		T(test_store_dir_create_once),

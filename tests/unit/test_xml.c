@@ -1,5 +1,5 @@
 /*
- * test_xml.c - unit tests of engine/store/xml.c: the S3 documents it is
+ * test_xml.c - unit tests of engine/store/s3/xml.c: the S3 documents it is
  * for, entity and character-reference decoding, refusal of malformed and
  * hostile input, and a bounded mutation loop (a poor man's fuzzer that
  * runs in every `make check`; the real fuzzing target is xml_parse()).
@@ -17,7 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "engine/store/xml.h"
+#include "engine/store/s3/xml.h"
 
 static struct xml_doc *parse_ok(const char *s)
 {

@@ -1,7 +1,7 @@
 /*
  * sigv4.h - AWS Signature Version 4 (header form, "AWS4-HMAC-SHA256").
  *
- * For: signing the S3 requests of engine/store/s3.c.  The module builds
+ * For: signing the S3 requests of s3/request.c.  The module builds
  * the canonical request, the string to sign and the Authorization header
  * value from a description of the request; it also exports the two
  * encoders it uses (path and query), so the caller builds the URL it
@@ -29,8 +29,8 @@
  *     signed value).
  *  5. Pure functions: no state, thread-safe.
  */
-#ifndef NOVAFS_STORE_SIGV4_H
-#define NOVAFS_STORE_SIGV4_H
+#ifndef NOVAFS_S3_SIGV4_H
+#define NOVAFS_S3_SIGV4_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,8 +38,8 @@
 
 #include "src/base/buf.h"
 
-/* "UNSIGNED-PAYLOAD": the body is not part of the signature (s3.c sends
- * a signed Content-MD5 instead, see s3.c "Payload signing"). */
+/* "UNSIGNED-PAYLOAD": the body is not part of the signature (the S3
+ * backend sends a signed Content-MD5 instead, see internal.h invariant 2). */
 #define SIGV4_UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
 /* Hex SHA-256 of the empty string: the payload hash of a bodiless request. */
 #define SIGV4_EMPTY_SHA256 \

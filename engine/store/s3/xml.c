@@ -5,7 +5,7 @@
  * needs DTDs, namespaces or attributes (xml.h).
  *
  * Design: one pass over the input with an explicit cursor that never
- * moves past the end (every access goes through peek()/at()), building
+ * moves past the end (every access goes through more()/at()), building
  * an array of nodes linked as first-child / next-sibling.  Names and
  * decoded text go into one arena allocated up front: decoding never
  * grows a string (every entity is longer than its UTF-8 form), so the
@@ -22,7 +22,7 @@
  *     anything, so 0 doubles as "none" in the links.
  */
 #include "config.h"
-#include "engine/store/xml.h"
+#include "engine/store/s3/xml.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -4,7 +4,7 @@
  * For: turning a request description into its canonical request, string
  * to sign and Authorization value, following the SigV4 specification as
  * S3 applies it (no path normalisation, paths encoded once).
- * Not for: sending anything, choosing which headers to sign (s3.c does),
+ * Not for: sending anything, choosing which headers to sign (request.c does),
  * or caching signing keys: the four HMACs of the key chain cost about a
  * microsecond, far below one request's round trip, and a cache would need
  * a lock and a day rollover rule.
@@ -15,7 +15,7 @@
  *  2. Secrets never reach a log line: this file logs nothing.
  */
 #include "config.h"
-#include "engine/store/sigv4.h"
+#include "engine/store/s3/sigv4.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -28,7 +28,7 @@
 /* Longest header name or value we sign.  S3 headers are short; a request
  * with a longer one is a caller bug, not something to sign. */
 #define SIGV4_FIELD_MAX 8192
-/* Headers and query parameters per request: s3.c signs at most a dozen. */
+/* Headers and query parameters per request: request.c signs at most a dozen. */
 #define SIGV4_ITEMS_MAX 64
 
 static const char hexdig[] = "0123456789ABCDEF";

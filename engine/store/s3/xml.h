@@ -31,8 +31,8 @@
  *     elements only (the text between child elements of a container is
  *     formatting in every S3 document, and dropped).
  */
-#ifndef NOVAFS_STORE_XML_H
-#define NOVAFS_STORE_XML_H
+#ifndef NOVAFS_S3_XML_H
+#define NOVAFS_S3_XML_H
 
 #include <stddef.h>
 

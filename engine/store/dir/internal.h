@@ -1,0 +1,199 @@
+/*
+ * internal.h - what the files of the directory object store
+ * (engine/store/dir/, public side engine/store/dir.h) share: limits, the
+ * store and upload structs, and the calls one file makes into another.
+ * Included by those files only.
+ *
+ * The backend is the embedded default behind store.h, in four files:
+ *   files.c  errno translation, temp names, writes and copies, the
+ *            synced set, walking/creating a key's directories, and
+ *            publishing an object (dir_publish())
+ *   ops.c    the store ops glue: put, ranged get, head, delete, close,
+ *            the ops table, dir_store_open() and its scheme entry
+ *   list.c   listing in byte order (dir_list())
+ *   mpu.c    multipart uploads under ROOT/#mpu (dir_mpu_*())
+ *
+ *
+ * For: keeping objects as plain files under one root directory on a local
+ * (or otherwise POSIX) file system, atomically and durably.
+ * Not for: checking keys, counting or failpoints (store.c does those before
+ * any call gets here), nor local scratch files (the fetch cache).
+ *
+ * Layout:
+ *   ROOT/<key>                   one object; key components are directories
+ *   ROOT/<dir>/<name>#tmp.P.N    a put in progress (process P, sequence N)
+ *   ROOT/#mpu/<id>/part-NNNNN    the parts of multipart upload <id>
+ *   ROOT/#mpu/<id>/part-NNNNN#tmp.P.N   a part being written
+ * '#' can never appear in a key (store.h invariant 5), so nothing of ours
+ * can collide with an object, and list skips every name holding one.
+ *
+ * Invariants of the whole backend (the files cite them by number):
+ *  1. An object appears only by link() (create-once) or rename() of a
+ *     complete, fdatasync'd temporary file in the object's own directory,
+ *     and a call returns success only after fsync of that directory; every
+ *     directory a put creates (or loses a mkdir race for) is made durable
+ *     by fsync of its parent.  So a reader (and a crash) sees the whole
+ *     object or none of it.  A put that finds a directory already there
+ *     cannot know whether its creator (another thread, or a process that
+ *     crashed) synced it, so it fsyncs the parent of every directory on
+ *     its path that this store has not yet seen durable (the synced set:
+ *     a hash set of paths, so once per directory per process), and never
+ *     relies on the file system committing metadata in order (ext4
+ *     without a journal does not).
+ *  2. A temporary file lives in the directory its object will live in, so
+ *     the final link/rename never crosses directories, and its presence
+ *     keeps that directory non-empty: delete's rmdir cannot pull the
+ *     directory away from a put that has created its temp file.
+ *  3. Delete removes emptied directories bottom-up, never ROOT.  A put
+ *     that finds a directory of its path gone (ENOENT while walking or
+ *     creating the temp file) re-creates the path and retries, at most
+ *     DIR_RETRIES times; so put and delete in one directory can race.
+ *  4. list yields keys in byte order: each directory's entries are sorted
+ *     with directory names compared as name + "/", and a directory is
+ *     walked depth-first at its place in that order.  Memory is the
+ *     sorted names of the directories on the current path, never the
+ *     whole tree, and no directory handle is open while fn runs.
+ *  5. No global mutable state but dir_tmp_seq (atomic), which makes temp
+ *     names unique within the process; O_EXCL makes them unique across
+ *     processes (a collision just draws the next number).
+ *  6. Upload directories idle for more than DIR_MPU_STALE_NS are removed
+ *     when a store is opened; completed and aborted uploads remove theirs
+ *     at once, and ROOT/#mpu itself when it becomes empty.
+ *
+ * Limits (dir.h): a key component longer than NAME_MAX, or a key that
+ * needs a directory where an object is (or the reverse: "a/b" then "a"),
+ * cannot be stored: -EINVAL, logged.  Reads of such keys answer -ENOENT.
+ * Stray temp files left by a crash are never listed or read; they stay
+ * until someone removes them (they also keep their directory alive).
+ *
+ * Locking: struct dir_store is immutable after dir_store_open() but for
+ * its synced set (synced_lock, never held across I/O);
+ * struct dir_upload is immutable after dir_mpu_create() and its parts
+ * land under unique temp names and are renamed into place, so concurrent
+ * parts need no lock.  Complete/abort must not race with part uploads
+ * (store.h).
+ */
+#ifndef NOVAFS_DIR_INTERNAL_H
+#define NOVAFS_DIR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "engine/store/dir.h"
+#include "engine/store/store.h"
+#include "src/base/clock.h"
+/* How often a put re-creates its directory path after a concurrent delete
+ * removed it.  Each retry needs a delete to empty the directory in the
+ * few microseconds between our walk and our temp file, so 16 in a row is
+ * not contention but something broken. */
+#define DIR_RETRIES 16
+/* Bytes of an object's name kept in its temp name: enough to recognise
+ * it, and short enough that temp names stay far below NAME_MAX (255). */
+#define DIR_TMP_BASE_MAX 64
+#define DIR_TMP_NAME_MAX (DIR_TMP_BASE_MAX + 64)
+#define DIR_MPU "#mpu"
+#define DIR_MPU_ID_BYTES 16 /* 128 random bits, 32 hex digits */
+#define DIR_MPU_PATH_MAX (sizeof(DIR_MPU) + 2 * DIR_MPU_ID_BYTES + 2)
+#define DIR_MPU_STALE_NS (24ull * 3600 * NV_NS_PER_S)
+#define DIR_PART_FMT "part-%05d"
+#define DIR_PART_NAME_MAX 16
+/* iovec entries handed to one pwritev (IOV_MAX is 1024; a small stack
+ * window is enough, pwritev is called again for the rest). */
+#define DIR_IOV_BATCH 64
+/* Bounce buffer of the read/write fallback of dir_copy_range(). */
+#define DIR_COPY_BUF (256u * 1024)
+/* Largest request to one copy_file_range/pwrite call (the kernel caps a
+ * single transfer a little under 2 GiB anyway). */
+#define DIR_IO_MAX (1u << 30)
+
+/* Directories known durable (fsync'd parent entry), by path hash. */
+#define DIR_SYNCED_SLOTS 4096
+
+/* One opened directory store.  Immutable after dir_store_open() but for
+ * the synced set, which synced_lock guards (held only around lookups and
+ * inserts, never across I/O). */
+struct dir_store {
+	char *root;  /* owned; absolute, no trailing '/' (except "/") */
+	int root_fd; /* owned; O_RDONLY|O_DIRECTORY */
+	pthread_mutex_t synced_lock;
+	uint64_t synced[DIR_SYNCED_SLOTS]; /* open addressing; 0 empty */
+	unsigned nsynced;
+};
+
+/* One multipart upload.  Immutable after dir_mpu_create(). */
+struct dir_upload {
+	char *key;                               /* owned: target key */
+	char path[DIR_MPU_PATH_MAX];             /* "#mpu/<id>" under ROOT */
+	int fd;                                  /* owned: that directory */
+};
+
+/* ------------------------------------------------------------ files.c */
+
+/* Log the failure of `what` on key (once, where it is first seen) and
+ * return the store error for errno e. */
+int dir_fail(const struct dir_store *d, const char *what, const char *key, int e);
+/* e names something that cannot be an object of this store (not there,
+ * a non-directory in the path, a symlink, a component too long). */
+bool dir_missing(int e);
+/* The next number of dir_tmp_seq, the process-wide sequence of temp
+ * names and fallback upload ids (invariant 5). */
+unsigned long dir_next_seq(void);
+/* A unique temp name for an entry called base into buf (size bytes):
+ * "<base>#tmp.<pid>.<seq>" (invariant 5). */
+void dir_tmp_name(char *buf, size_t size, const char *base);
+/* Write every segment of iov (borrowed) at off.  0 or -errno (raw). */
+int dir_write_iov(int fd, const struct iovec *iov, int iovcnt, uint64_t off);
+/* Copy len bytes from in at in_off to out at out_off (copy_file_range,
+ * else a bounce buffer).  0, -EIO when in is short, -errno (raw). */
+int dir_copy_range(int in, uint64_t in_off, int out, uint64_t out_off,
+		   uint64_t len);
+
+/* Writes an object's bytes into the temp file fd; 0 or a store error
+ * (logged by the callee). */
+typedef int (*dir_fill_fn)(void *ctx, int fd);
+
+/*
+ * Publish key: a temp file beside it is filled by fill(ctx, fd),
+ * fdatasync'd, closed, then link()ed (STORE_CREATE_ONCE) or rename()d
+ * into place, and the directory fsync'd (invariant 1).  0 once durable;
+ * -EEXIST, -EINVAL (path conflict), or a store error (logged).
+ */
+int dir_publish(struct dir_store *d, const char *key, unsigned flags,
+		dir_fill_fn fill, void *ctx);
+
+/* What dir_put_fill() writes: iov (borrowed) for key of d. */
+struct dir_put_ctx {
+	const struct dir_store *d;
+	const char *key;
+	const struct iovec *iov;
+	int iovcnt;
+};
+/* A dir_fill_fn writing a struct dir_put_ctx's iovec. */
+int dir_put_fill(void *arg, int fd);
+
+/* -------------------------------------------------------------- ops.c */
+
+/* Open key for reading: an owned fd (and *size), or -ENOENT / a store
+ * error (logged).  Only regular files are objects. */
+int dir_open_object(const struct dir_store *d, const char *key, uint64_t *size);
+
+/* ----------------------------------------------------- list.c, mpu.c */
+
+/* The store_backend_ops entries of list.c and mpu.c (store.h). */
+int dir_list(void *be, const char *prefix, const char *start_after,
+	     store_list_fn fn, void *arg);
+int dir_mpu_create(void *be, const char *key, void **upload);
+int dir_mpu_put_part(void *be, void *upload, int part_no,
+		     const struct iovec *iov, int iovcnt);
+int dir_mpu_copy_part(void *be, void *upload, int part_no,
+		      const char *src_key, uint64_t off, uint64_t len);
+int dir_mpu_complete(void *be, void *upload, unsigned flags);
+void dir_mpu_abort(void *be, void *upload);
+/* Remove upload directories idle for more than DIR_MPU_STALE_NS
+ * (invariant 6); errors are logged and otherwise ignored. */
+void dir_sweep_uploads(const struct dir_store *d);
+
+#endif

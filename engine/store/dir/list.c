@@ -1,0 +1,251 @@
+/*
+ * list.c - store_list() over the directory tree, in byte order (directory
+ * backend; overview and invariants in internal.h).
+ *
+ * For: dir_list(): a depth-first walk in which each directory's entries
+ * are sorted with directory names compared as name + "/", so keys come
+ * out in byte order without holding the whole tree (internal.h
+ * invariant 4).
+ * Not for: anything that is no object: names holding '#' (temp files,
+ * #mpu) and non-regular files are skipped.
+ *
+ * Invariants, here:
+ *  1. Memory is the sorted names of the directories on the current path.
+ *  2. No directory handle is open while fn runs.
+ *  3. Only keys after start_after and under prefix reach fn; a directory
+ *     that cannot hold such a key is not entered.
+ *
+ * Locking: a struct dir_lister belongs to one call; no shared state.
+ */
+#include "config.h"
+#include "engine/store/dir/internal.h"
+#include "src/base/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- list */
+
+struct dir_lister {
+	const struct dir_store *d;
+	const char *prefix; /* borrowed for the call; "" for all */
+	size_t plen;
+	const char *after;  /* borrowed; "" for none */
+	store_list_fn fn;
+	void *arg;
+	/* The directory being listed ("a/b/", "" for ROOT) followed by the
+	 * name at hand.  A key fits (<= STORE_KEY_MAX), and a directory is
+	 * only entered when a key below it can fit, so +2 covers the '/' and
+	 * NUL written before a candidate is judged. */
+	char path[STORE_KEY_MAX + 2];
+};
+
+/* The kept names of one directory, NUL-separated in one allocation;
+ * directory names carry their trailing '/'. */
+struct dir_names {
+	char *buf;
+	size_t len, cap;
+	size_t n;
+};
+
+static int names_add(struct dir_names *nm, const char *name, size_t n)
+{
+	if (nm->len + n + 1 > nm->cap) {
+		size_t cap = nm->cap ? nm->cap : 4096;
+		char *p;
+
+		while (cap < nm->len + n + 1)
+			cap *= 2;
+		p = realloc(nm->buf, cap);
+		if (!p)
+			return -ENOMEM;
+		nm->buf = p;
+		nm->cap = cap;
+	}
+	memcpy(nm->buf + nm->len, name, n + 1);
+	nm->len += n + 1;
+	nm->n++;
+	return 0;
+}
+
+static int names_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * May path[0..len) -- a key, or with dir a directory prefix ending in '/'
+ * -- give keys this listing wants?  A key must start with the prefix and
+ * sort after start_after.  A directory must agree with the prefix as far
+ * as both go, and not sort wholly before start_after: it is skipped only
+ * when it differs from start_after at some byte and is smaller there.
+ */
+static bool list_wanted(const struct dir_lister *l, size_t len, bool dir)
+{
+	const char *c = l->path;
+
+	if (dir)
+		return memcmp(c, l->prefix, len < l->plen ? len : l->plen) == 0 &&
+		       strncmp(c, l->after, len) >= 0;
+	return len >= l->plen && memcmp(c, l->prefix, l->plen) == 0 &&
+	       strcmp(c, l->after) > 0;
+}
+
+/* path holds a key: report it with its size, unless it vanished or is not
+ * a file.  fn's result: 0 go on, > 0 stop, < 0 error. */
+static int list_emit(struct dir_lister *l)
+{
+	struct stat st;
+
+	if (fstatat(l->d->root_fd, l->path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (dir_missing(errno))
+			return 0; /* deleted since we read its directory */
+		return dir_fail(l->d, "stat", l->path, errno);
+	}
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	return l->fn(l->arg, l->path, (uint64_t)st.st_size);
+}
+
+/* Read directory path[0..dlen) and keep the wanted names in nm. */
+static int list_read(struct dir_lister *l, size_t dlen, struct dir_names *nm)
+{
+	struct dirent *de;
+	DIR *dp;
+	int fd, rc = 0, e;
+
+	l->path[dlen] = '\0';
+	fd = openat(l->d->root_fd, dlen ? l->path : ".",
+		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		/* Gone (a delete emptied it) or never there: no keys. */
+		return dir_missing(e) ? 0 : dir_fail(l->d, "open(dir)", l->path, e);
+	}
+	dp = fdopendir(fd);
+	if (!dp) {
+		e = errno;
+		close(fd);
+		return dir_fail(l->d, "fdopendir", l->path, e);
+	}
+	for (;;) {
+		size_t n, len;
+		bool dir;
+
+		errno = 0;
+		de = readdir(dp);
+		if (!de) {
+			if (errno) {
+				l->path[dlen] = '\0';
+				rc = dir_fail(l->d, "readdir", l->path, errno);
+			}
+			break;
+		}
+		/* ".", "..", temp files, "#mpu" and anything else that is no
+		 * key component are not ours to list. */
+		if (store_key_check(de->d_name) < 0)
+			continue;
+		n = strlen(de->d_name);
+		if (de->d_type == DT_DIR) {
+			dir = true;
+		} else if (de->d_type == DT_REG) {
+			dir = false;
+		} else if (de->d_type == DT_UNKNOWN) {
+			struct stat st;
+
+			if (fstatat(dirfd(dp), de->d_name, &st,
+				    AT_SYMLINK_NOFOLLOW) < 0)
+				continue; /* removed meanwhile */
+			if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+				continue;
+			dir = S_ISDIR(st.st_mode);
+		} else {
+			continue;
+		}
+		/* A key must fit; a directory must leave room for "/x". */
+		if (dlen + n + (dir ? 2 : 0) > STORE_KEY_MAX)
+			continue;
+		memcpy(l->path + dlen, de->d_name, n);
+		len = dlen + n;
+		if (dir)
+			l->path[len++] = '/';
+		l->path[len] = '\0';
+		if (!list_wanted(l, len, dir))
+			continue;
+		rc = names_add(nm, l->path + dlen, len - dlen);
+		if (rc < 0)
+			break;
+	}
+	closedir(dp);
+	return rc;
+}
+
+/* List directory path[0..dlen) (which ends in '/', or is ROOT when dlen
+ * is 0) and everything below it, in byte order.  0 when done, > 0 when fn
+ * asked to stop, < 0 on error. */
+static int list_level(struct dir_lister *l, size_t dlen)
+{
+	struct dir_names nm = { 0 };
+	char **v = NULL;
+	char *p;
+	int rc;
+
+	rc = list_read(l, dlen, &nm);
+	if (rc < 0 || nm.n == 0)
+		goto out;
+	v = malloc(nm.n * sizeof(*v));
+	if (!v) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	p = nm.buf;
+	for (size_t i = 0; i < nm.n; i++) {
+		v[i] = p;
+		p += strlen(p) + 1;
+	}
+	/* Directory names end in '/', so plain strcmp is key byte order. */
+	qsort(v, nm.n, sizeof(*v), names_cmp);
+	for (size_t i = 0; i < nm.n && rc == 0; i++) {
+		size_t n = strlen(v[i]);
+
+		memcpy(l->path + dlen, v[i], n + 1);
+		if (v[i][n - 1] == '/')
+			rc = list_level(l, dlen + n);
+		else
+			rc = list_emit(l);
+	}
+out:
+	free(v);
+	free(nm.buf);
+	return rc;
+}
+
+int dir_list(void *be, const char *prefix, const char *start_after,
+	     store_list_fn fn, void *arg)
+{
+	struct dir_lister l = {
+		.d = be, .prefix = prefix, .plen = strlen(prefix),
+		.after = start_after, .fn = fn, .arg = arg,
+	};
+	const char *slash = strrchr(prefix, '/');
+	size_t dlen = slash ? (size_t)(slash - prefix) + 1 : 0;
+	int rc;
+
+	/* Start in the deepest directory the prefix names whole ("a/b/" of
+	 * "a/b/c"): nothing above it can match.  If that path is no valid
+	 * key path ("a//", "./"), no key can have the prefix. */
+	if (dlen > 0) {
+		memcpy(l.path, prefix, dlen - 1);
+		l.path[dlen - 1] = '\0';
+		if (store_key_check(l.path) < 0)
+			return 0;
+		l.path[dlen - 1] = '/';
+	}
+	rc = list_level(&l, dlen);
+	return rc > 0 ? 0 : rc;
+}
