@@ -78,7 +78,7 @@
  *    server that ignores it (s3rver) overwrites.  Complete with
  *    STORE_CREATE_ONCE sends If-None-Match too (AWS honours it) and first
  *    HEADs the key, because RGW ignores the condition on Complete: the
- *    HEAD narrows the race but cannot close it.  engine/settle.c does not
+ *    HEAD narrows the race but cannot close it.  engine/settle/publish.c does not
  *    rely on either: the metastore CAS decides who publishes, and a
  *    settle that finds its key present adopts it by reading its footer.
  *  - Keys under prefix=P are P/KEY: 1024 - strlen(P) - 1 bytes at most.
