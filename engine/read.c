@@ -134,8 +134,9 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, u
 			if (r.kind == META_REF_CATALOG) {
 				/* A settled object: the same read shape. */
 				const struct meta_ref_obj *o =
-					&r.objs[by_seq ? meta_ref_obj_for_seq(&r, pos)
-						       : meta_ref_obj_for_byte(&r, pos)];
+					&r.objs[meta_ref_obj_find(&r, by_seq ? META_REF_BY_SEQ
+										     : META_REF_BY_BYTE,
+								  pos)];
 
 				meta_settled_key(l->key, sizeof(l->key), r.bucket, s->id, o->epoch,
 						 o->first_seq, o->rev);
@@ -144,8 +145,9 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, u
 				l->next_byte = o + 1 < r.objs + r.nobjs ? o[1].first_byte
 									 : r.end_byte;
 			} else {
-				uint32_t i = by_seq ? meta_ref_slot_for_seq(&r, pos)
-						    : meta_ref_slot_for_byte(&r, pos);
+				uint32_t i = meta_ref_slot_find(&r, by_seq ? META_REF_BY_SEQ
+									   : META_REF_BY_BYTE,
+								pos);
 
 				chain_slot_key(l->key, sizeof(l->key), r.cls, r.star, r.epoch,
 					       r.slots[i].slot);
@@ -317,26 +319,40 @@ static int get_chunk(struct read_engine *re, const struct loc *l, uint64_t strea
 }
 
 /* Copy from a decoded chunk: at most len bytes, READ_PAGE_RECORDS records. */
-static size_t chunk_copy(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off,
-			 uint8_t *dst, size_t len)
+/* Stream byte of record k of decoded chunk b (entry e). */
+static uint64_t rec_byte(const struct bundle_entry *e, const struct rc_blob *b, uint32_t k)
 {
-	uint32_t lo = 0, hi = b->nrec, i;
-	size_t done = 0;
-	uint64_t pos = off;
+	return e->first_byte + b->rec_off[k] - (uint64_t)k * BUNDLE_FRAME_HDR;
+}
 
-#define REC_BYTE(k) (e->first_byte + b->rec_off[k] - (uint64_t)(k) * BUNDLE_FRAME_HDR)
-#define REC_LEN(k)                                                                \
-	((uint32_t)(((k) + 1 < b->nrec ? b->rec_off[(k) + 1] : b->len) - b->rec_off[k] - \
-		    BUNDLE_FRAME_HDR))
+/* The last record of b that starts at or before stream byte off (0 when
+ * none does): the one search by byte inside a decoded chunk. */
+static uint32_t rec_for_byte(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off)
+{
+	uint32_t lo = 0, hi = b->nrec;
+
 	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (REC_BYTE(mid) <= off)
+		if (rec_byte(e, b, mid) <= off)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	i = lo;
+	return lo;
+}
+
+static size_t chunk_copy(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off,
+			 uint8_t *dst, size_t len)
+{
+	uint32_t i = rec_for_byte(e, b, off);
+	size_t done = 0;
+	uint64_t pos = off;
+
+#define REC_BYTE(k) rec_byte(e, b, (k))
+#define REC_LEN(k)                                                                \
+	((uint32_t)(((k) + 1 < b->nrec ? b->rec_off[(k) + 1] : b->len) - b->rec_off[k] - \
+		    BUNDLE_FRAME_HDR))
 	while (i < b->nrec && REC_BYTE(i) + REC_LEN(i) <= off)
 		i++;
 	for (uint32_t taken = 0; i < b->nrec && done < len && taken < READ_PAGE_RECORDS;
@@ -608,23 +624,10 @@ int read_locate_record(struct read_engine *re, struct nv_stream *s, bool by_seq,
 	if (rc)
 		return rc;
 	{
-		uint32_t lo = 0, hi = b->nrec;
+		uint32_t k = by_seq ? (uint32_t)(pos - e.first_seq) : rec_for_byte(&e, b, pos);
 
-		if (by_seq) {
-			lo = (uint32_t)(pos - e.first_seq);
-		} else {
-			while (hi - lo > 1) {
-				uint32_t mid = lo + (hi - lo) / 2;
-
-				if (e.first_byte + b->rec_off[mid] - (uint64_t)mid * BUNDLE_FRAME_HDR <=
-				    pos)
-					lo = mid;
-				else
-					hi = mid;
-			}
-		}
-		*seq = e.first_seq + lo;
-		*byte = e.first_byte + b->rec_off[lo] - (uint64_t)lo * BUNDLE_FRAME_HDR;
+		*seq = e.first_seq + k;
+		*byte = rec_byte(&e, b, k);
 	}
 	rc_blob_unref(b);
 	return 0;

@@ -34,16 +34,11 @@
 /*
  * Store calls with retries: a recovery that fails is retried as a whole
  * by the auditor, but a walk over many slots would then almost never get
- * through a store with a small error rate.  Passing errors (EIO, EAGAIN,
- * ETIMEDOUT, EBUSY) are retried here a few times with backoff; answers
- * (ENOENT, EEXIST, ERANGE) and hard errors are not.
+ * through a store with a small error rate.  Passing errors (the store's
+ * one rule, store_err_transient()) are retried here a few times with
+ * backoff; answers (ENOENT, EEXIST, ERANGE) and hard errors are not.
  */
 #define STORE_TRIES 6
-
-static bool passing(int rc)
-{
-	return rc == -EIO || rc == -EAGAIN || rc == -ETIMEDOUT || rc == -EBUSY;
-}
 
 static void backoff(int attempt)
 {
@@ -101,7 +96,7 @@ static int r_store(const struct recover_cfg *cfg, const struct r_call *c)
 {
 	int rc = r_once(cfg, c);
 
-	for (int i = 0; i < STORE_TRIES && passing(rc); i++) {
+	for (int i = 0; i < STORE_TRIES && store_err_transient(rc); i++) {
 		backoff(i);
 		rc = r_once(cfg, c);
 	}

@@ -82,39 +82,21 @@ int kv_wrap(const struct kv_backend_ops *ops, void *be, const char *name,
 }
 
 /* The scheme of url and the argument its open takes, or NULL. */
-static const struct kv_scheme *scheme_of(const char *url, const char **arg)
+static const struct nv_url_scheme *scheme_at(size_t i)
 {
-	for (size_t i = 0; url && kv_schemes[i]; i++) {
-		const struct kv_scheme *sc = kv_schemes[i];
-		size_t n = strlen(sc->prefix);
-
-		if (sc->path && url[0] == '/') {
-			*arg = url;
-			return sc;
-		}
-		if (strncmp(url, sc->prefix, n) != 0)
-			continue;
-		*arg = sc->path ? url + n : url;
-		return sc->path && (*arg)[0] != '/' ? NULL : sc;
-	}
-	return NULL;
+	return kv_schemes[i] ? &kv_schemes[i]->url : NULL;
 }
 
 int kv_open(const char *url, struct kv **out)
 {
-	const struct kv_scheme *sc;
 	const char *arg = NULL;
-	char want[256] = "";
-	size_t n = 0;
+	char want[256];
+	int i = nv_url_scheme_find(scheme_at, url, &arg);
 
-	sc = scheme_of(url, &arg);
-	if (sc)
-		return sc->open(arg, out);
-	for (size_t i = 0; kv_schemes[i] && n < sizeof(want); i++)
-		n += (size_t)snprintf(want + n, sizeof(want) - n, "%s%s",
-				      i ? ", " : "", kv_schemes[i]->usage);
+	if (i >= 0)
+		return kv_schemes[i]->open(arg, out);
 	nv_log(NV_ERR, NV_SUB_META, "metastore URL '%s': expected %s",
-	       url ? url : "(null)", want);
+	       url ? url : "(null)", nv_url_scheme_usages(scheme_at, want, sizeof(want)));
 	return -EINVAL;
 }
 

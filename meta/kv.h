@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "src/base/buf.h"
+#include "src/base/urlscheme.h"
 
 struct kv;     /* an opened metastore; opaque */
 struct kv_txn; /* a transaction being built; opaque */
@@ -189,14 +190,7 @@ struct kv_backend_ops {
  * them and a new backend is one line there.
  */
 struct kv_scheme {
-	const char *prefix; /* "sqlite:": the URL starts with it */
-	/* How the URL is written, for the error message of a bad URL:
-	 * "sqlite:/abs/path or /abs/path". */
-	const char *usage;
-	/* true: what follows the prefix must be an absolute path, and an
-	 * absolute path alone also selects this scheme; open gets the path.
-	 * false: open gets the whole URL. */
-	bool path;
+	struct nv_url_scheme url; /* prefix, usage, path (src/base/urlscheme.h) */
 	int (*open)(const char *arg, struct kv **out);
 };
 

@@ -15,6 +15,7 @@
 #include "src/base/wire.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,14 +51,23 @@ int meta_ref_add_obj(struct meta_ref *r, const struct meta_ref_obj *o)
 	return 0;
 }
 
-uint32_t meta_ref_obj_for_byte(const struct meta_ref *r, uint64_t byte)
+/*
+ * The one floor search of a row's sorted entries: the index of the last
+ * of n entries (stride bytes apart from base) whose uint64 at offset off
+ * is <= pos, or 0 when none is.  Serves objects and slots, by seq and by
+ * byte alike (enum meta_ref_key).
+ */
+static uint32_t floor_index(const void *base, uint32_t n, size_t stride, size_t off,
+			    uint64_t pos)
 {
-	uint32_t lo = 0, hi = r->nobjs;
+	uint32_t lo = 0, hi = n; /* answer in [lo, hi) */
 
 	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
+		uint64_t v;
 
-		if (r->objs[mid].first_byte <= byte)
+		memcpy(&v, (const uint8_t *)base + (size_t)mid * stride + off, sizeof(v));
+		if (v <= pos)
 			lo = mid;
 		else
 			hi = mid;
@@ -65,19 +75,12 @@ uint32_t meta_ref_obj_for_byte(const struct meta_ref *r, uint64_t byte)
 	return lo;
 }
 
-uint32_t meta_ref_obj_for_seq(const struct meta_ref *r, uint64_t seq)
+uint32_t meta_ref_obj_find(const struct meta_ref *r, enum meta_ref_key key, uint64_t pos)
 {
-	uint32_t lo = 0, hi = r->nobjs;
-
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->objs[mid].first_seq <= seq)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return floor_index(r->objs, r->nobjs, sizeof(*r->objs),
+			   key == META_REF_BY_SEQ ? offsetof(struct meta_ref_obj, first_seq)
+						  : offsetof(struct meta_ref_obj, first_byte),
+			   pos);
 }
 
 uint64_t meta_ref_obj_end_seq(const struct meta_ref *r, uint32_t i)
@@ -121,34 +124,12 @@ int meta_ref_add_slot(struct meta_ref *r, const struct meta_ref_slot *s)
 	return 0;
 }
 
-uint32_t meta_ref_slot_for_seq(const struct meta_ref *r, uint64_t seq)
+uint32_t meta_ref_slot_find(const struct meta_ref *r, enum meta_ref_key key, uint64_t pos)
 {
-	uint32_t lo = 0, hi = r->nslots; /* answer in [lo, hi) */
-
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->slots[mid].first_seq <= seq)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-uint32_t meta_ref_slot_for_byte(const struct meta_ref *r, uint64_t byte)
-{
-	uint32_t lo = 0, hi = r->nslots;
-
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->slots[mid].first_byte <= byte)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return floor_index(r->slots, r->nslots, sizeof(*r->slots),
+			   key == META_REF_BY_SEQ ? offsetof(struct meta_ref_slot, first_seq)
+						  : offsetof(struct meta_ref_slot, first_byte),
+			   pos);
 }
 
 int meta_ref_encode(const struct meta_ref *r, struct nv_buf *out)

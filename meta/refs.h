@@ -93,9 +93,12 @@ struct meta_ref {
 /* Append a settled object to a catalog row.  0, -ENOMEM, -E2BIG. */
 int meta_ref_add_obj(struct meta_ref *r, const struct meta_ref_obj *o)
 	__attribute__((warn_unused_result));
-/* Index of the object holding byte / seq (inside the row). */
-uint32_t meta_ref_obj_for_byte(const struct meta_ref *r, uint64_t byte);
-uint32_t meta_ref_obj_for_seq(const struct meta_ref *r, uint64_t seq);
+/* Which position a search is by: a record's seq or its stream byte. */
+enum meta_ref_key { META_REF_BY_SEQ, META_REF_BY_BYTE };
+
+/* Index of the object holding the seq or byte pos (inside the row): the
+ * last object whose first_seq / first_byte is <= pos. */
+uint32_t meta_ref_obj_find(const struct meta_ref *r, enum meta_ref_key key, uint64_t pos);
 /* End seq/byte of object i (the next object's start, or the row's end). */
 uint64_t meta_ref_obj_end_seq(const struct meta_ref *r, uint32_t i);
 uint64_t meta_ref_obj_end_byte(const struct meta_ref *r, uint32_t i);
@@ -112,10 +115,9 @@ void meta_ref_clear(struct meta_ref *r); /* frees slots, re-inits */
 int meta_ref_add_slot(struct meta_ref *r, const struct meta_ref_slot *s)
 	__attribute__((warn_unused_result));
 
-/* Index of the slot entry holding seq / byte (which must lie inside the
- * ref): the last entry whose first_seq/first_byte is <= it. */
-uint32_t meta_ref_slot_for_seq(const struct meta_ref *r, uint64_t seq);
-uint32_t meta_ref_slot_for_byte(const struct meta_ref *r, uint64_t byte);
+/* Index of the slot entry holding the seq or byte pos (which must lie
+ * inside the ref): the last entry whose first_seq / first_byte is <= pos. */
+uint32_t meta_ref_slot_find(const struct meta_ref *r, enum meta_ref_key key, uint64_t pos);
 
 int meta_ref_encode(const struct meta_ref *r, struct nv_buf *out)
 	__attribute__((warn_unused_result));

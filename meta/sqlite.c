@@ -760,8 +760,6 @@ fail:
 }
 
 const struct kv_scheme sqlite_kv_scheme = {
-	.prefix = "sqlite:",
-	.usage = "sqlite:/abs/path or /abs/path",
-	.path = true,
+		.url = { .prefix = "sqlite:", .usage = "sqlite:/abs/path or /abs/path", .path = true },
 	.open = sqlite_kv_open,
 };

@@ -43,6 +43,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "src/base/urlscheme.h"
+
 struct store;     /* one opened backend; opaque */
 struct store_mpu; /* one multipart upload in progress; opaque */
 
@@ -216,14 +218,7 @@ struct store_backend_ops {
  * store.c knows none of them and a new backend is one line there.
  */
 struct store_scheme {
-	const char *prefix; /* "dir:", "s3://": the URL starts with it */
-	/* How the URL is written, for the error message of a bad URL:
-	 * "dir:/abs/path, /abs/path". */
-	const char *usage;
-	/* true: what follows the prefix must be an absolute path, and an
-	 * absolute path alone ("/x") also selects this scheme; open gets the
-	 * path.  false: open gets the whole URL. */
-	bool path;
+	struct nv_url_scheme url; /* prefix, usage, path (src/base/urlscheme.h) */
 	int (*open)(const char *arg, struct store **out);
 };
 

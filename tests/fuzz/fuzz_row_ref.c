@@ -61,14 +61,14 @@ static void check_span(const struct meta_ref *r, uint64_t salt)
 	}
 	for (unsigned k = 0; k < 4; k++) {
 		uint64_t seq = key_at(r->first_seq, r->end_seq, k, salt);
-		uint32_t i = meta_ref_slot_for_seq(r, seq);
+		uint32_t i = meta_ref_slot_find(r, META_REF_BY_SEQ, seq);
 
 		FUZZ_ASSERT(i < r->nslots && r->slots[i].first_seq <= seq);
 		FUZZ_ASSERT(i + 1 == r->nslots || r->slots[i + 1].first_seq > seq);
 		if (r->end_byte > r->first_byte) {
 			uint64_t byte = key_at(r->first_byte, r->end_byte, k, salt);
 
-			i = meta_ref_slot_for_byte(r, byte);
+			i = meta_ref_slot_find(r, META_REF_BY_BYTE, byte);
 			FUZZ_ASSERT(i < r->nslots && r->slots[i].first_byte <= byte);
 			FUZZ_ASSERT(i + 1 == r->nslots || r->slots[i + 1].first_byte > byte);
 		}
@@ -101,14 +101,14 @@ static void check_catalog(const struct meta_ref *r, uint64_t salt)
 	}
 	for (unsigned k = 0; k < 4; k++) {
 		uint64_t seq = key_at(r->first_seq, r->end_seq, k, salt);
-		uint32_t i = meta_ref_obj_for_seq(r, seq);
+		uint32_t i = meta_ref_obj_find(r, META_REF_BY_SEQ, seq);
 
 		FUZZ_ASSERT(i < r->nobjs && r->objs[i].first_seq <= seq);
 		FUZZ_ASSERT(i + 1 == r->nobjs || r->objs[i + 1].first_seq > seq);
 		if (r->end_byte > r->first_byte) {
 			uint64_t byte = key_at(r->first_byte, r->end_byte, k, salt);
 
-			i = meta_ref_obj_for_byte(r, byte);
+			i = meta_ref_obj_find(r, META_REF_BY_BYTE, byte);
 			FUZZ_ASSERT(i < r->nobjs && r->objs[i].first_byte <= byte);
 			FUZZ_ASSERT(i + 1 == r->nobjs || r->objs[i + 1].first_byte > byte);
 		}

@@ -619,18 +619,18 @@ static void test_rows_ref_round_trip(void **state)
 	assert_int_equal(d.nslots, 3);
 
 	/* slot_for_seq / slot_for_byte at every boundary. */
-	assert_int_equal(meta_ref_slot_for_seq(&d, 100), 0);
-	assert_int_equal(meta_ref_slot_for_seq(&d, 109), 0);
-	assert_int_equal(meta_ref_slot_for_seq(&d, 110), 1);
-	assert_int_equal(meta_ref_slot_for_seq(&d, 124), 1);
-	assert_int_equal(meta_ref_slot_for_seq(&d, 125), 2);
-	assert_int_equal(meta_ref_slot_for_seq(&d, 129), 2);
-	assert_int_equal(meta_ref_slot_for_byte(&d, 5000), 0);
-	assert_int_equal(meta_ref_slot_for_byte(&d, 5999), 0);
-	assert_int_equal(meta_ref_slot_for_byte(&d, 6000), 1);
-	assert_int_equal(meta_ref_slot_for_byte(&d, 7499), 1);
-	assert_int_equal(meta_ref_slot_for_byte(&d, 7500), 2);
-	assert_int_equal(meta_ref_slot_for_byte(&d, 7999), 2);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_SEQ, 100), 0);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_SEQ, 109), 0);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_SEQ, 110), 1);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_SEQ, 124), 1);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_SEQ, 125), 2);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_SEQ, 129), 2);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_BYTE, 5000), 0);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_BYTE, 5999), 0);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_BYTE, 6000), 1);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_BYTE, 7499), 1);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_BYTE, 7500), 2);
+	assert_int_equal(meta_ref_slot_find(&d, META_REF_BY_BYTE, 7999), 2);
 
 	/* Boundary values that are valid: a ref of only empty records
 	 * (end_byte == first_byte), slots whose byte does not advance. */

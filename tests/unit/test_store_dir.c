@@ -263,15 +263,15 @@ static void test_store_schemes_table(void **state)
 	for (n = 0; store_schemes[n]; n++) {
 		const struct store_scheme *a = store_schemes[n];
 
-		assert_non_null(a->prefix);
-		assert_non_null(a->usage);
+		assert_non_null(a->url.prefix);
+		assert_non_null(a->url.usage);
 		assert_non_null(a->open);
-		paths += a->path;
+		paths += a->url.path;
 		for (size_t j = 0; store_schemes[j]; j++) {
-			const char *b = store_schemes[j]->prefix;
+			const char *b = store_schemes[j]->url.prefix;
 
 			if (j != n)
-				assert_int_not_equal(strncmp(a->prefix, b, strlen(b)), 0);
+				assert_int_not_equal(strncmp(a->url.prefix, b, strlen(b)), 0);
 		}
 	}
 	assert_true(n >= 2); /* dir and s3 */

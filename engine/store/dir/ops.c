@@ -276,8 +276,6 @@ fail:
 }
 
 const struct store_scheme dir_store_scheme = {
-	.prefix = "dir:",
-	.usage = "dir:/abs/path, /abs/path",
-	.path = true,
+		.url = { .prefix = "dir:", .usage = "dir:/abs/path, /abs/path", .path = true },
 	.open = dir_store_open,
 };

@@ -449,8 +449,6 @@ fail:
 }
 
 const struct store_scheme s3_store_scheme = {
-	.prefix = "s3://",
-	.usage = "s3://bucket?...",
-	.path = false,
+		.url = { .prefix = "s3://", .usage = "s3://bucket?...", .path = false },
 	.open = s3_store_open,
 };
