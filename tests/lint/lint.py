@@ -211,12 +211,17 @@ PATH_TOKEN = re.compile(r"`?((?:src|fs|api|engine|meta|tests|bench|man)/[A-Za-z0
 
 def readme_source_map(top):
     lines = read(top, "README.md")
-    out, inside = [], False
+    out, level = [], 0  # level: the heading depth of "Source tree", 0 outside
     for line in lines:
-        if re.match(r"^#+\s", line):
-            inside = bool(re.match(r"^#+\s+Source tree", line))
-            continue
-        if inside:
+        m = re.match(r"^(#+)\s", line)
+        if m:
+            depth = len(m.group(1))
+            if re.match(r"^#+\s+Source tree", line):
+                level = depth
+                continue
+            if level and depth <= level:
+                level = 0
+        if level:
             out.append(line)
     return "\n".join(out)
 
