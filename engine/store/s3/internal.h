@@ -265,6 +265,10 @@ void s3_hex16(const unsigned char md[16], char out[33]);
  * 0 or -EIO (logged). */
 int s3_md5_iov(const struct iovec *iov, int iovcnt, unsigned char md[16],
 	       char b64[25], char hex[33]);
+/* Make the XML document x (borrowed, with v and b64, until q is done)
+ * q's body: v, its Content-MD5 in b64 and an XML content type.
+ * 0 or -EIO (logged). */
+int s3_req_xml_body(struct s3_req *q, const struct nv_buf *x, struct iovec *v, char b64[25]);
 /* The 32 hex digits inside a plain-MD5 ETag ("\"<hex>\"" or "<hex>"),
  * lower-cased into out; false for multipart or other ETags. */
 bool s3_etag_md5(const char *etag, char out[33]);

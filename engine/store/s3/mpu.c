@@ -336,8 +336,7 @@ int s3_mpu_complete(void *be, void *upload, unsigned flags)
 	struct s3_resp r;
 	struct nv_buf x;
 	struct iovec v;
-	char b64[25], hex[33], expect[48], etag[S3_ETAG_MAX];
-	unsigned char md[16];
+	char b64[25], expect[48], etag[S3_ETAG_MAX];
 	uint64_t size;
 	bool aborted = false;
 	int rc;
@@ -378,17 +377,11 @@ int s3_mpu_complete(void *be, void *upload, unsigned flags)
 	}
 	if (rc == 0)
 		rc = nv_buf_printf(&x, "</CompleteMultipartUpload>");
-	v = (struct iovec){ x.ptr, x.len };
 	if (rc == 0)
-		rc = s3_md5_iov(&v, 1, md, b64, hex);
+		rc = s3_req_xml_body(&q, &x, &v, b64);
 	if (rc)
 		goto fail;
 	q.query[q.nquery++] = (struct sigv4_kv){ "uploadId", u->id };
-	q.hdr[q.nhdr++] = (struct sigv4_kv){ "content-md5", b64 };
-	q.hdr[q.nhdr++] = (struct sigv4_kv){ "content-type", "application/xml" };
-	q.iov = &v;
-	q.iovcnt = 1;
-	q.body_len = x.len;
 	rc = s3_do(s, &q, &r);
 	if (rc)
 		goto fail;

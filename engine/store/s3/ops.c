@@ -231,8 +231,7 @@ static int delete_one(struct s3_store *s, const char *fk)
 /* DeleteObjects for keys[0..n), n <= S3_DELETE_BATCH. */
 static int delete_batch(struct s3_store *s, const char *const *keys, size_t n)
 {
-	char fk[STORE_KEY_MAX + 1], b64[25], hex[33];
-	unsigned char md[16];
+	char fk[STORE_KEY_MAX + 1], b64[25];
 	struct nv_buf x;
 	struct s3_req q = { .what = "delete", .method = "POST" };
 	struct s3_resp r;
@@ -258,16 +257,10 @@ static int delete_batch(struct s3_store *s, const char *const *keys, size_t n)
 		rc = nv_buf_printf(&x, "</Delete>");
 	if (rc)
 		goto out;
-	v = (struct iovec){ x.ptr, x.len };
-	rc = s3_md5_iov(&v, 1, md, b64, hex);
+	rc = s3_req_xml_body(&q, &x, &v, b64);
 	if (rc)
 		goto out;
 	q.query[q.nquery++] = (struct sigv4_kv){ "delete", NULL };
-	q.hdr[q.nhdr++] = (struct sigv4_kv){ "content-md5", b64 };
-	q.hdr[q.nhdr++] = (struct sigv4_kv){ "content-type", "application/xml" };
-	q.iov = &v;
-	q.iovcnt = 1;
-	q.body_len = x.len;
 	rc = s3_do(s, &q, &r);
 	if (rc)
 		goto out;

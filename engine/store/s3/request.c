@@ -53,6 +53,24 @@ void s3_hex16(const unsigned char md[16], char out[33])
 	out[32] = '\0';
 }
 
+int s3_req_xml_body(struct s3_req *q, const struct nv_buf *x, struct iovec *v, char b64[25])
+{
+	unsigned char md[16];
+	char hex[33];
+	int rc;
+
+	*v = (struct iovec){ x->ptr, x->len };
+	rc = s3_md5_iov(v, 1, md, b64, hex);
+	if (rc)
+		return rc;
+	q->hdr[q->nhdr++] = (struct sigv4_kv){ "content-md5", b64 };
+	q->hdr[q->nhdr++] = (struct sigv4_kv){ "content-type", "application/xml" };
+	q->iov = v;
+	q->iovcnt = 1;
+	q->body_len = x->len;
+	return 0;
+}
+
 /* MD5 of the iovec: binary, base64 (Content-MD5) and hex.  0 or -EIO. */
 int s3_md5_iov(const struct iovec *iov, int iovcnt, unsigned char md[16],
 	       char b64[25], char hex[33])
