@@ -293,16 +293,21 @@ void rcache_fill(struct rcache *rc, struct rc_entry *e, struct rc_blob *blob, in
 	e->state = E_FILLED;
 	rc->bytes += blob_size(blob);
 	lru_push(rc, e);
-	while (rc->bytes > rc->budget && rc->lru && rc->lru != e) {
-		struct rc_entry *v = rc->lru;
-
+	for (struct rc_entry *v = rc->lru, *prev; rc->bytes > rc->budget && v && v != e;
+	     v = prev) {
+		prev = v->lru_prev;
+		/* Threads that waited for v's load are woken but may not have
+		 * run yet: they read v when they do, so v stays (it goes at a
+		 * later fill, once they took their reference). */
+		if (v->waiters)
+			continue;
 		lru_unlink(rc, v);
 		hash_unlink(rc, v);
 		rc->bytes -= blob_size(v->blob);
 		v->hnext = victims;
 		victims = v;
 	}
-	if (rc->bytes > rc->budget) {
+	if (blob_size(blob) > rc->budget) {
 		/* Larger than the whole budget on its own: serve it to the
 		 * waiters, keep nothing. */
 		lru_unlink(rc, e);

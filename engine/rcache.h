@@ -18,6 +18,10 @@
  *     and blobs still referenced by readers are not counted once
  *     evicted (a reader's reference keeps the memory alive briefly).
  *  2. A failed load is not cached: the next reader tries again.
+ *  2a. An entry is never freed while threads that waited for its load
+ *     still have to look at it (entry->waiters > 0): eviction passes it
+ *     over, so the budget may be exceeded by such entries until their
+ *     waiters ran (bounded by the number of reader threads).
  *  3. Objects are immutable, so an entry never goes stale; entries of
  *     deleted objects age out.
  */
