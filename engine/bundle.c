@@ -63,6 +63,7 @@
 #include "src/base/crc32c.h"
 #include "src/base/endian.h"
 #include "src/base/log.h"
+#include "src/base/testable.h"
 
 _Static_assert(BUNDLE_CHUNK_MAX >= BUNDLE_RECORD_MAX + BUNDLE_FRAME_HDR,
 	       "a single-record chunk must fit the chunk limit");
@@ -458,9 +459,11 @@ void bundle_out_free(struct bundle_out *out)
 	memset(out, 0, sizeof(*out));
 }
 
-/* Validate the runs (sorted by stream, well framed) and count the chunks
+/* (NOVA_TESTABLE: tests/unit/test_bundle.c checks the chunk cutting here
+ * without encoding.)
+ * Validate the runs (sorted by stream, well framed) and count the chunks
  * they cut into.  0, -EINVAL, -E2BIG (more than BUNDLE_ENTRIES_MAX). */
-static int count_chunks(const struct bundle_run *runs, size_t nruns, size_t target,
+NOVA_TESTABLE int count_chunks(const struct bundle_run *runs, size_t nruns, size_t target,
 			size_t *nchunks)
 {
 	int rc;

@@ -456,6 +456,41 @@ static void test_bundle_iov_merge(void **state)
 	fx_free(&fx);
 }
 
+/* engine/bundle.c's count_chunks(), reached through NOVA_TESTABLE (this
+ * program compiles bundle.c with -DNOVA_TESTING). */
+int count_chunks(const struct bundle_run *runs, size_t nruns, size_t target, size_t *nchunks);
+
+/* The cutting rule alone: a chunk takes records while it stays within the
+ * target, always at least one; runs must be sorted by stream. */
+static void test_bundle_count_chunks(void **state)
+{
+	uint8_t frames[4096];
+	uint32_t lens[] = { 100, 100, 1000, 100 };
+	struct bundle_run runs[2] = {
+		{ .stream_id = 1, .frames = frames, .nrec = 4 },
+		{ .stream_id = 2, .frames = frames, .nrec = 4 },
+	};
+	size_t off = 0, n = 0;
+
+	(void)state;
+	for (uint32_t i = 0; i < 4; i++) {
+		bundle_frame_hdr(frames + off, lens[i], i);
+		memset(frames + off + BUNDLE_FRAME_HDR, 'y', lens[i]);
+		off += BUNDLE_FRAME_HDR + lens[i];
+	}
+	runs[0].frames_len = runs[1].frames_len = off;
+	assert_int_equal(count_chunks(runs, 1, 224, &n), 0);
+	assert_int_equal(n, 3); /* 112+112 | 1012 | 112 */
+	assert_int_equal(count_chunks(runs, 2, 224, &n), 0);
+	assert_int_equal(n, 6);
+	assert_int_equal(count_chunks(runs, 1, 1, &n), 0);
+	assert_int_equal(n, 4); /* one record per chunk at the least */
+	assert_int_equal(count_chunks(runs, 0, 224, &n), 0);
+	assert_int_equal(n, 0);
+	runs[1].stream_id = 1; /* not sorted by stream */
+	assert_int_equal(count_chunks(runs, 2, 224, &n), -EINVAL);
+}
+
 static void test_bundle_chunk_split(void **state)
 {
 	uint8_t frames[8192];
@@ -1534,6 +1569,7 @@ int main(void)
 		cmocka_unit_test(test_bundle_round_trip_mixed_level3),
 		cmocka_unit_test(test_bundle_round_trip_negative_level),
 		cmocka_unit_test(test_bundle_iov_merge),
+		cmocka_unit_test(test_bundle_count_chunks),
 		cmocka_unit_test(test_bundle_chunk_split),
 		cmocka_unit_test(test_bundle_empty_object),
 		cmocka_unit_test(test_bundle_record_max),
