@@ -20,7 +20,7 @@
  *  3. dir_errno() is the one translation of a file system errno into a
  *     store.h error; dir_fail() logs it once.
  *
- * Locking: synced_lock guards synced[] and nsynced, held only inside
+ * Locking: synced_lock guards the synced set (d->synced), held only inside
  * synced_has() and synced_add(), never across I/O.
  */
 #include "config.h"
@@ -254,35 +254,30 @@ static uint64_t path_hash(const char *p, size_t n)
 
 static bool synced_has(struct dir_store *d, uint64_t h)
 {
-	bool found = false;
+	bool found;
 
 	pthread_mutex_lock(&d->synced_lock);
-	for (unsigned i = 0, at = (unsigned)(h % DIR_SYNCED_SLOTS); i < DIR_SYNCED_SLOTS;
-	     i++, at = (at + 1) % DIR_SYNCED_SLOTS) {
-		if (d->synced[at] == h)
-			found = true;
-		if (found || !d->synced[at])
-			break;
-	}
+	found = u64map_get(d->synced, h) != NULL;
 	pthread_mutex_unlock(&d->synced_lock);
 	return found;
 }
 
-/* Remember h; a full set (3/4) starts over, which only costs fsyncs. */
+/* Remember h; a full set (DIR_SYNCED_MAX) starts over, and a set that
+ * cannot grow forgets h: either only costs fsyncs. */
 static void synced_add(struct dir_store *d, uint64_t h)
 {
-	unsigned at = (unsigned)(h % DIR_SYNCED_SLOTS);
+	static char present; /* the map's non-NULL value */
 
 	pthread_mutex_lock(&d->synced_lock);
-	if (d->nsynced >= DIR_SYNCED_SLOTS / 4 * 3) {
-		memset(d->synced, 0, sizeof(d->synced));
-		d->nsynced = 0;
+	if (u64map_count(d->synced) >= DIR_SYNCED_MAX) {
+		size_t cur = 0;
+		uint64_t k;
+
+		while (u64map_next(d->synced, &cur, &k, NULL))
+			u64map_remove(d->synced, k);
 	}
-	while (d->synced[at] && d->synced[at] != h)
-		at = (at + 1) % DIR_SYNCED_SLOTS;
-	if (!d->synced[at]) {
-		d->synced[at] = h;
-		d->nsynced++;
+	if (u64map_put(d->synced, h, &present)) {
+		/* ENOMEM: not remembered, synced again next time. */
 	}
 	pthread_mutex_unlock(&d->synced_lock);
 }

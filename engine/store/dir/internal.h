@@ -85,6 +85,7 @@
 #include "engine/store/dir.h"
 #include "engine/store/store.h"
 #include "src/base/clock.h"
+#include "src/base/u64map.h"
 /* How often a put re-creates its directory path after a concurrent delete
  * removed it.  Each retry needs a delete to empty the directory in the
  * few microseconds between our walk and our temp file, so 16 in a row is
@@ -109,8 +110,9 @@
  * single transfer a little under 2 GiB anyway). */
 #define DIR_IO_MAX (1u << 30)
 
-/* Directories known durable (fsync'd parent entry), by path hash. */
-#define DIR_SYNCED_SLOTS 4096
+/* Directories known durable (fsync'd parent entry), by path hash: at most
+ * this many remembered; a full set starts over (it only costs fsyncs). */
+#define DIR_SYNCED_MAX 3072
 
 /* One opened directory store.  Immutable after dir_store_open() but for
  * the synced set, which synced_lock guards (held only around lookups and
@@ -119,8 +121,7 @@ struct dir_store {
 	char *root;  /* owned; absolute, no trailing '/' (except "/") */
 	int root_fd; /* owned; O_RDONLY|O_DIRECTORY */
 	pthread_mutex_t synced_lock;
-	uint64_t synced[DIR_SYNCED_SLOTS]; /* open addressing; 0 empty */
-	unsigned nsynced;
+	struct u64map *synced; /* path hash -> (non-NULL marker); owned */
 };
 
 /* One multipart upload.  Immutable after dir_mpu_create(). */

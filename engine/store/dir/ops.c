@@ -166,6 +166,7 @@ static void dir_close(void *be)
 	if (d->root_fd >= 0)
 		close(d->root_fd);
 	pthread_mutex_destroy(&d->synced_lock);
+	u64map_free(d->synced);
 	free(d->root);
 	free(d);
 }
@@ -238,7 +239,8 @@ int dir_store_open(const char *root, struct store **out)
 	pthread_mutex_init(&d->synced_lock, NULL);
 	d->root_fd = -1;
 	d->root = strdup(root);
-	if (!d->root) {
+	d->synced = u64map_new(DIR_SYNCED_MAX);
+	if (!d->root || !d->synced) {
 		rc = -ENOMEM;
 		goto fail;
 	}
