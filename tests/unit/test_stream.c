@@ -279,7 +279,7 @@ static void test_stream_load_from_row(void **state)
 	struct meta_stream ms;
 	struct nv_stream *s, *again;
 
-	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "s", -1, 12345, &ms), 0);
+	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "s", -1, 12345, NULL, &ms), 0);
 	assert_int_equal(stream_load(f->table, f->kv, &ms, &s), 0);
 	assert_int_equal(s->id, ms.id);
 	assert_string_equal(s->bucket, EFX_BUCKET);
