@@ -439,7 +439,7 @@ static void fs_refuse(fuse_req_t req, const char *what)
 }
 
 /*
- * Rename (novafs(8), EVERYDAY TOOLS): a stream within its bucket is
+ * Rename (novafs(8), THE FILESYSTEM, Everyday tools): a stream within its bucket is
  * renamed (an existing stream of the new name is replaced, as rename(2)
  * does, unless RENAME_NOREPLACE); across buckets, and of a bucket, it is
  * EXDEV, so mv falls back to copying and deleting; into the top level
