@@ -301,11 +301,13 @@ static int set_owner(fuse_req_t req, struct nova_fs *fs, struct fs_node *n,
 	struct meta_owner o;
 	int rc;
 
-	if (n->kind != FS_NODE_BUCKET && n->kind != FS_NODE_STREAM)
-		return -EPERM; /* the root is the daemon's */
 	rc = fs_perm_setattr(req, st, attr, to_set, &o);
 	if (rc)
 		return rc;
+	if (n->kind != FS_NODE_BUCKET && n->kind != FS_NODE_STREAM)
+		/* The root is the daemon's: only a change of nothing passes. */
+		return o.uid == st->st_uid && o.gid == st->st_gid &&
+		       o.mode == (st->st_mode & 07777) ? 0 : -EPERM;
 	return n->kind == FS_NODE_BUCKET ? star_bucket_set_owner(fs->star, n->bucket, &o)
 					 : star_stream_set_owner(fs->star, n->stream, &o);
 }
