@@ -348,6 +348,12 @@ void fs_ns_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 			fuse_reply_err(req, nova_fs_errno(rc));
 			return;
 		}
+		fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
+		/* The follow view's mirror shows the new owner and mode now,
+		 * not after its attribute timeout (after the reply). */
+		if (fs->se && n->kind != FS_NODE_ROOT)
+			fuse_lowlevel_notify_inval_inode(fs->se, n->ino | FS_INO_FOLLOW_BIT, -1, 0);
+		return;
 	}
 	fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
 }

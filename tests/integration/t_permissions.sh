@@ -75,6 +75,10 @@ denied "$PERM" "chmod of the root" chmod 0777 "$MNT"
 denied "$ACCES" "mv within a 0755 bucket" mv "$MNT/pub/open" "$MNT/pub/moved"
 # The follow view mirrors the modes without write bits.
 nv_expect_eq "$(stat -c %a "$MNT/.follow/pub/secret")" 400 "mode of .follow/pub/secret"
+nv_expect_eq "$(stat -c %a "$MNT/.follow/pub")" 555 "mode of .follow/pub"
+chmod 0750 "$MNT/pub"
+nv_expect_eq "$(stat -c %a "$MNT/.follow/pub")" 550 "mode of .follow/pub right after chmod 0750 of pub"
+chmod 0755 "$MNT/pub"
 denied "$ACCES" "cat .follow of a 0600 stream" timeout 5 cat "$MNT/.follow/pub/secret"
 nv_expect_eq "$(cat "$MNT/pub/open"):$(cat "$MNT/pub/secret"):$(cat "$MNT/priv/inner")" \
 	public:secret:hidden "root's streams after nobody's attempts"
