@@ -411,6 +411,17 @@ void fs_ns_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, nova_fs_errno(rc));
 }
 
+/* The follow view's name of bucket/name goes at once, not after the
+ * kernel's entry timeout (called after the reply: no lock held). */
+static void inval_follow_name(struct nova_fs *fs, const char *bucket, const char *name)
+{
+	struct meta_bucket b;
+
+	if (fs->se && star_bucket_get(fs->star, bucket, &b) == 0)
+		fuse_lowlevel_notify_inval_entry(fs->se, (FS_INO_BASE + b.id) | FS_INO_FOLLOW_BIT,
+						 name, strlen(name));
+}
+
 void fs_ns_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct nova_fs *fs = fs_of(req);
@@ -428,16 +439,8 @@ void fs_ns_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		stream_put(s);
 	}
 	fuse_reply_err(req, nova_fs_errno(rc));
-	if (!rc && fs->se) {
-		/* The follow view's name for it goes too, not after the
-		 * kernel's entry timeout (after the reply: no lock held). */
-		struct meta_bucket b;
-
-		if (star_bucket_get(fs->star, p->bucket, &b) == 0)
-			fuse_lowlevel_notify_inval_entry(fs->se,
-							 (FS_INO_BASE + b.id) | FS_INO_FOLLOW_BIT,
-							 name, strlen(name));
-	}
+	if (!rc)
+		inval_follow_name(fs, p->bucket, name);
 }
 
 static void fs_refuse(fuse_req_t req, const char *what)
@@ -482,16 +485,9 @@ void fs_ns_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		nv_log(NV_DEBUG, NV_SUB_FS, "rename of %s to %s refused: %s", name, newname,
 		       strerror(-rc));
 	fuse_reply_err(req, nova_fs_errno(rc));
-	if (!rc && fs->se && np->kind == FS_NODE_BUCKET) {
-		/* The follow view's names change too (after the reply). */
-		struct meta_bucket b;
-
-		if (star_bucket_get(fs->star, p->bucket, &b) == 0) {
-			uint64_t fino = (FS_INO_BASE + b.id) | FS_INO_FOLLOW_BIT;
-
-			fuse_lowlevel_notify_inval_entry(fs->se, fino, name, strlen(name));
-			fuse_lowlevel_notify_inval_entry(fs->se, fino, newname, strlen(newname));
-		}
+	if (!rc) { /* the follow view's names change too */
+		inval_follow_name(fs, p->bucket, name);
+		inval_follow_name(fs, p->bucket, newname);
 	}
 }
 
