@@ -26,7 +26,7 @@
 #include "fs/handle.h"
 
 /* The owner of what req creates with mode: the caller's uid and gid,
- * mode & ~umask (permission bits only). */
+ * mode & ~umask (permission bits only); returned by value. */
 struct meta_owner fs_perm_creator(fuse_req_t req, mode_t mode);
 
 /* May req's caller write an object whose attributes are st (borrowed)?
@@ -35,7 +35,8 @@ int fs_perm_may_write(fuse_req_t req, const struct stat *st);
 
 /*
  * A setattr's change of mode, uid or gid (the FUSE_SET_ATTR_MODE/UID/GID
- * bits of to_set, values in attr) to an object with attributes st, by
+ * bits of to_set, values in attr) to an object with attributes st (both
+ * borrowed; *out is the caller's), by
  * req's caller, under POSIX rules: chmod by root or the owner; chown to
  * another uid only by root; chgrp by root, or by the owner to a group
  * they are in (fuse_req_getgroups()).  A non-root chmod to a group the

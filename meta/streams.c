@@ -12,8 +12,8 @@
  * bucket rows, stream rows, renames and the reclaim queue share the row
  * buffers (struct rowbufs), the id counter, the owner codec and the
  * name-row reads; splitting the bucket rows into their own module needs
- * those in a shared internal header (meta/rows_internal.h), which is
- * the next change to this file.
+ * those in a shared internal header, which is the next change due to
+ * this file.
  */
 #include "config.h"
 #include "meta/streams.h"
