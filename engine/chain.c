@@ -349,7 +349,9 @@ static void release_flight(struct chain *c, struct flight *f)
 		atomic_store_explicit(&s->acked_seq, r->first_seq + r->nrec, memory_order_release);
 		atomic_store_explicit(&s->acked_byte, r->first_byte + r->nbytes,
 				      memory_order_release);
-		atomic_store(&s->mtime_ns, nv_now_wall_ns());
+		/* The run's newest record timestamp: what a reload finds in
+		 * the ref's max_ts (engine/stream.c stream_load()). */
+		atomic_store(&s->mtime_ns, r->max_ts ? r->max_ts : nv_now_wall_ns());
 		pthread_mutex_unlock(&s->lock);
 		bytes += r->nbytes;
 		if (c->cfg.acked)

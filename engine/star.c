@@ -500,13 +500,14 @@ int star_close(struct star *st)
 
 /* ------------------------------------------------------------ buckets */
 
-int star_bucket_create(struct star *st, const char *name, struct meta_bucket *out)
+int star_bucket_create(struct star *st, const char *name, const struct meta_owner *own,
+		       struct meta_bucket *out)
 {
 	int rc = nv_bucket_name_check(name);
 
 	if (rc)
 		return rc;
-	rc = meta_bucket_create(st->kv, name, NV_CLASS_STANDARD, out);
+	rc = meta_bucket_create(st->kv, name, NV_CLASS_STANDARD, own, out);
 	if (!rc)
 		nv_log(NV_INFO, NV_SUB_MAIN, "bucket %s created", name);
 	return rc;
@@ -536,6 +537,11 @@ int star_bucket_set_class(struct star *st, const char *name, unsigned cls)
 	return meta_bucket_set_class(st->kv, name, cls);
 }
 
+int star_bucket_set_owner(struct star *st, const char *name, const struct meta_owner *own)
+{
+	return meta_bucket_set_owner(st->kv, name, own);
+}
+
 /* ------------------------------------------------------------ streams */
 
 /* Load a stream's state from its row and its last ref (engine/stream.c). */
@@ -545,14 +551,14 @@ static int load_stream(struct star *st, const struct meta_stream *ms, struct nv_
 }
 
 int star_stream_create(struct star *st, const char *bucket, const char *name,
-		       struct nv_stream **out)
+		       const struct meta_owner *own, struct nv_stream **out)
 {
 	struct meta_stream ms;
 	int rc = nv_stream_name_check(name);
 
 	if (rc)
 		return rc;
-	rc = meta_stream_create(st->kv, bucket, name, -1, nv_now_wall_ns(), &ms);
+	rc = meta_stream_create(st->kv, bucket, name, -1, nv_now_wall_ns(), own, &ms);
 	if (rc)
 		return rc;
 	nv_log(NV_DEBUG, NV_SUB_MAIN, "stream %s/%s created (id %llu, %s)", bucket, name,
@@ -607,20 +613,66 @@ int star_stream_by_id(struct star *st, uint64_t id, struct nv_stream **out)
 	return rc ? rc : load_stream(st, &ms, out);
 }
 
-int star_stream_delete(struct star *st, struct nv_stream *s)
+/* The in-memory side of a deletion whose row change committed. */
+static void mark_deleted(struct star *st, struct nv_stream *s)
 {
-	int rc = meta_stream_delete(st->kv, s->id, nv_now_wall_ns());
-
-	if (rc)
-		return rc;
 	pthread_mutex_lock(&s->lock);
 	s->deleted = true;
 	pthread_mutex_unlock(&s->lock);
 	tailcache_drop_stream(st->tc, s->id);
 	/* Followers end: their next read sees the deletion. */
 	NV_STAT_ADD(&st->stats, wakes, wake_close(&s->wake));
+}
+
+int star_stream_delete(struct star *st, struct nv_stream *s)
+{
+	int rc = meta_stream_delete(st->kv, s->id, nv_now_wall_ns());
+
+	if (rc)
+		return rc;
+	mark_deleted(st, s);
 	nv_log(NV_INFO, NV_SUB_MAIN, "stream %s/%s (%llu) deleted at %llu bytes", s->bucket,
 	       s->name, (unsigned long long)s->id, (unsigned long long)stream_acked_byte(s));
+	return 0;
+}
+
+int star_stream_set_owner(struct star *st, struct nv_stream *s, const struct meta_owner *own)
+{
+	int rc = meta_stream_set_owner(st->kv, s->id, own);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	atomic_store(&s->uid, own->uid);
+	atomic_store(&s->gid, own->gid);
+	atomic_store(&s->mode, own->mode & 07777u);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int star_stream_rename(struct star *st, const char *bucket, const char *from, const char *to,
+		       bool noreplace)
+{
+	uint64_t replaced = 0;
+	struct nv_stream *old;
+	int rc = nv_stream_name_check(to);
+
+	if (!rc)
+		rc = star_gate_wait(st, NULL);
+	if (!rc)
+		rc = meta_stream_rename(st->kv, bucket, from, to, noreplace, nv_now_wall_ns(),
+					&replaced);
+	if (rc)
+		return rc;
+	nv_log(NV_DEBUG, NV_SUB_MAIN, "stream %s/%s renamed to %s", bucket, from, to);
+	old = replaced ? stream_table_find(st->streams, replaced) : NULL;
+	if (old) { /* the replaced stream is deleted (its row is a tombstone) */
+		mark_deleted(st, old);
+		stream_put(old);
+	}
+	if (replaced)
+		nv_log(NV_INFO, NV_SUB_MAIN, "stream %s/%s (%llu) deleted: replaced by a rename",
+		       bucket, to, (unsigned long long)replaced);
 	return 0;
 }
 

@@ -150,8 +150,9 @@ void star_get_gauges(struct star *st, struct star_gauges *g);
 
 /* ------------------------------------------------------------ buckets */
 
-int star_bucket_create(struct star *st, const char *name, struct meta_bucket *out)
-	__attribute__((warn_unused_result));
+/* own (borrowed) may be NULL: root:root META_BUCKET_MODE. */
+int star_bucket_create(struct star *st, const char *name, const struct meta_owner *own,
+		       struct meta_bucket *out) __attribute__((warn_unused_result));
 int star_bucket_get(struct star *st, const char *name, struct meta_bucket *out)
 	__attribute__((warn_unused_result));
 /* -ENOTEMPTY while it holds streams. */
@@ -159,6 +160,9 @@ int star_bucket_delete(struct star *st, const char *name) __attribute__((warn_un
 int star_bucket_list(struct star *st, const char *after, meta_bucket_fn fn, void *arg)
 	__attribute__((warn_unused_result));
 int star_bucket_set_class(struct star *st, const char *name, unsigned cls)
+	__attribute__((warn_unused_result));
+/* chmod/chown of a bucket (the caller checked who may). */
+int star_bucket_set_owner(struct star *st, const char *name, const struct meta_owner *own)
 	__attribute__((warn_unused_result));
 
 /* ------------------------------------------------------------ the gate */
@@ -173,10 +177,22 @@ void star_gate_cancel(struct star *st, struct gate_waiter *w);
 
 /* ------------------------------------------------------------ streams */
 
-/* Create: 0 and *out (a reference), -EEXIST, -ENOENT (no bucket),
+/* Create, owned by own (borrowed; NULL: root:root META_STREAM_MODE):
+ * 0 and *out (a reference), -EEXIST, -ENOENT (no bucket),
  * -EINVAL/-ENAMETOOLONG (name). */
 int star_stream_create(struct star *st, const char *bucket, const char *name,
-		       struct nv_stream **out) __attribute__((warn_unused_result));
+		       const struct meta_owner *own, struct nv_stream **out)
+	__attribute__((warn_unused_result));
+/* chmod/chown of a stream (the caller checked who may): the row, then
+ * s's uid/gid/mode. */
+int star_stream_set_owner(struct star *st, struct nv_stream *s, const struct meta_owner *own)
+	__attribute__((warn_unused_result));
+/* Rename a stream within its bucket (meta_stream_rename(): a stream
+ * named `to` is replaced and deleted unless noreplace, -EEXIST then).
+ * The stream keeps its id and bytes; open handles keep working.  0,
+ * -ENOENT, -EEXIST, -EINVAL/-ENAMETOOLONG (name), kv error. */
+int star_stream_rename(struct star *st, const char *bucket, const char *from, const char *to,
+		       bool noreplace) __attribute__((warn_unused_result));
 /* By name or id, loading its state: 0 and *out (a reference), -ENOENT. */
 int star_stream_lookup(struct star *st, const char *bucket, const char *name,
 		       struct nv_stream **out) __attribute__((warn_unused_result));

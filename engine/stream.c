@@ -284,7 +284,7 @@ int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream 
 {
 	struct nv_stream *s = stream_table_find(t, ms->id);
 	struct meta_ref r;
-	uint64_t end_seq = 0, end_byte = 0, sseq, sbyte;
+	uint64_t end_seq = 0, end_byte = 0, sseq, sbyte, max_ts = 0;
 	int rc;
 
 	if (s) {
@@ -296,6 +296,7 @@ int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream 
 	if (rc == 0) {
 		end_seq = r.end_seq;
 		end_byte = r.end_byte;
+		max_ts = r.max_ts; /* read before meta_ref_clear() zeroes r */
 	} else if (rc == -ENOENT) {
 		/* No rows: empty, or trimmed to the end (its rows reclaimed). */
 		end_seq = ms->trim_seq;
@@ -330,11 +331,15 @@ int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream 
 	atomic_store(&s->frontier_byte, end_byte);
 	atomic_store(&s->trim_seq, ms->trim_seq);
 	atomic_store(&s->trim_byte, ms->trim_byte);
-	/* The creation time.  star.c's load_stream() wrote "r.max_ts ? r.max_ts
-	 * : created_ns" after meta_ref_clear() had zeroed r, so a loaded
-	 * stream's mtime has always been its creation time; kept as is by
-	 * the refactor that moved the loading here (reported as a bug). */
-	atomic_store(&s->mtime_ns, ms->created_ns);
+	atomic_store(&s->uid, ms->own.uid);
+	atomic_store(&s->gid, ms->own.gid);
+	atomic_store(&s->mode, ms->own.mode);
+	/* mtime: the newest record's timestamp (the last ref's max_ts, a
+	 * catalog row's too after settlement), the creation time while no
+	 * record exists; appends continue from it (timestamps never
+	 * decrease within a stream, meta/refs.h). */
+	atomic_store(&s->mtime_ns, max_ts ? max_ts : ms->created_ns);
+	s->last_ts = max_ts;
 	s = stream_table_insert(t, s);
 	if (!s)
 		return -ENOMEM;

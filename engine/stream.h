@@ -61,7 +61,9 @@ struct stream_pend {
 };
 
 struct nv_stream {
-	/* Immutable once the stream is in the table. */
+	/* Immutable once the stream is in the table.  name is the name at
+	 * load, for log lines: a rename (star_stream_rename()) changes the
+	 * rows, not this copy. */
 	uint64_t id;
 	char bucket[NV_BUCKET_NAME_MAX + 1];
 	char name[NV_STREAM_NAME_MAX + 1];
@@ -89,6 +91,9 @@ struct nv_stream {
 	 * Written only by the absorb of the stream's class (absorb.h). */
 	_Atomic uint64_t round_ripe_ns;
 	_Atomic uint64_t mtime_ns; /* time of the last acknowledged append */
+	/* Owner and permission bits (meta_owner), stored under lock after
+	 * the row changed (star_stream_set_owner()), loaded lock-free. */
+	_Atomic uint32_t uid, gid, mode;
 
 	/* Closed at every ack that moves acked_byte, at deletion and at
 	 * shutdown (wake.h). */

@@ -21,7 +21,7 @@ struct fs_cfg {
 	double entry_timeout; /* seconds the kernel may cache names */
 	unsigned max_write;   /* bytes per write request (one record) */
 	unsigned max_readahead; /* bytes of kernel readahead; 0: the kernel's */
-	uid_t uid;            /* owner shown for every node */
+	uid_t uid;            /* owner of the root (buckets and streams: their rows) */
 	gid_t gid;
 	const char *data_dir; /* for statfs; copied */
 };

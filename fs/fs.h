@@ -14,8 +14,11 @@
  *   /                  directory; its entries are buckets
  *   /BUCKET            directory; its entries are streams
  *   /BUCKET/STREAM     regular file: an append-only stream
- *   /.follow/...       the read-only follow view of the same (fs/follow.h)
- * (inode numbering: fs/handle.h).
+ *   /.follow/...       the read-only follow view of the same (fs/follow.h),
+ *                      reached by name, not listed in /
+ * (inode numbering: fs/handle.h).  Owners and modes come from the
+ * bucket and stream rows and are enforced by the kernel
+ * (default_permissions; fs/perm.h).
  *
  * Invariants:
  *  1. Exactly one reply per request; a write is replied to from the
@@ -25,7 +28,8 @@
  *     end of a stream whose last partial page a reader may have cached,
  *     that page is invalidated before the writer is answered.
  *  3. Anything but an append (writes elsewhere, truncation of a non-empty
- *     stream, rename, link, chmod...) is refused with EPERM.
+ *     stream, link, symlink) is refused with EPERM; a rename is one of a
+ *     stream within its bucket, anything else is EXDEV (fs/ns.c).
  */
 #ifndef NOVAFS_FS_FS_H
 #define NOVAFS_FS_FS_H

@@ -2,9 +2,11 @@
  * ns.c - see ns.h: the namespace operations.
  *
  * For: names and attributes: lookup/forget, getattr/setattr, creating and
- * removing buckets (mkdir/rmdir) and streams (create/mknod/unlink), the
- * refusals (rename, link, symlink), listing directories, the xattr
- * plumbing and statfs.  Not for: open stream files (fs/file.c), the node
+ * removing buckets (mkdir/rmdir) and streams (create/mknod/unlink),
+ * renaming a stream within its bucket, the refusals (other renames,
+ * link, symlink), listing directories, the xattr plumbing and statfs.
+ * Owners and modes come from the rows; who may change them is
+ * fs/perm.c's.  Not for: open stream files (fs/file.c), the node
  * table itself (fs/node.c), xattr values (fs/xattr.c), the follow view's
  * reads (fs/follow.c).
  *
@@ -22,6 +24,7 @@
 #include "config.h"
 #include "fs/ns.h"
 #include "fs/file.h"
+#include "fs/perm.h"
 #include "fs/session.h"
 #include "fs/xattr.h"
 #include "src/base/lockcheck.h"
@@ -53,21 +56,20 @@ static void stat_root(struct nova_fs *fs, struct stat *st)
 	st->st_atim = fs->started;
 }
 
-static void stat_bucket(struct nova_fs *fs, uint64_t ino, const struct meta_bucket *b,
-			struct stat *st)
+static void stat_bucket(uint64_t ino, const struct meta_bucket *b, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
-	st->st_mode = S_IFDIR | 0755;
+	st->st_mode = S_IFDIR | (mode_t)b->own.mode;
 	st->st_nlink = 2;
-	st->st_uid = fs->cfg.uid;
-	st->st_gid = fs->cfg.gid;
+	st->st_uid = b->own.uid;
+	st->st_gid = b->own.gid;
 	st->st_mtim.tv_sec = (time_t)(b->created_ns / 1000000000ull);
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
 }
 
-static void stat_stream(struct nova_fs *fs, struct nv_stream *s, struct stat *st)
+static void stat_stream(struct nv_stream *s, struct stat *st)
 {
 	uint64_t size = stream_acked_byte(s);
 	uint64_t live = size - atomic_load(&s->trim_byte);
@@ -75,10 +77,10 @@ static void stat_stream(struct nova_fs *fs, struct nv_stream *s, struct stat *st
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = FS_INO_BASE + s->id;
-	st->st_mode = S_IFREG | 0644;
+	st->st_mode = S_IFREG | (mode_t)atomic_load(&s->mode);
 	st->st_nlink = 1;
-	st->st_uid = fs->cfg.uid;
-	st->st_gid = fs->cfg.gid;
+	st->st_uid = atomic_load(&s->uid);
+	st->st_gid = atomic_load(&s->gid);
 	st->st_size = (off_t)size;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((live + 511) / 512);
@@ -86,6 +88,13 @@ static void stat_stream(struct nova_fs *fs, struct nv_stream *s, struct stat *st
 	st->st_mtim.tv_nsec = (long)(mt % 1000000000ull);
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
+}
+
+/* The follow view's mirror of mode: the same owner may read and search
+ * what they may in the plain view, nobody may write. */
+static mode_t follow_mode(mode_t mode)
+{
+	return (mode & S_IFMT) | (mode & 0555);
 }
 
 static int node_stat(struct nova_fs *fs, struct fs_node *n, struct stat *st)
@@ -101,10 +110,10 @@ static int node_stat(struct nova_fs *fs, struct fs_node *n, struct stat *st)
 		rc = star_bucket_get(fs->star, n->bucket, &b);
 		if (rc)
 			return rc;
-		stat_bucket(fs, n->ino, &b, st);
+		stat_bucket(n->ino, &b, st);
 		return 0;
 	case FS_NODE_STREAM:
-		stat_stream(fs, n->stream, st);
+		stat_stream(n->stream, st);
 		return 0;
 	case FS_NODE_FOLLOW_ROOT:
 		stat_root(fs, st);
@@ -115,14 +124,14 @@ static int node_stat(struct nova_fs *fs, struct fs_node *n, struct stat *st)
 		rc = star_bucket_get(fs->star, n->bucket, &b);
 		if (rc)
 			return rc;
-		stat_bucket(fs, n->ino, &b, st);
-		st->st_mode = S_IFDIR | 0555;
+		stat_bucket(n->ino, &b, st);
+		st->st_mode = follow_mode(st->st_mode);
 		return 0;
 	case FS_NODE_FOLLOW_STREAM:
 		/* st_size is the acked size, so tail can seek (follow.h). */
-		stat_stream(fs, n->stream, st);
+		stat_stream(n->stream, st);
 		st->st_ino = n->ino;
-		st->st_mode = S_IFREG | 0444;
+		st->st_mode = follow_mode(st->st_mode);
 		return 0;
 	}
 	return -EIO;
@@ -209,9 +218,9 @@ void fs_ns_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
-		stat_bucket(fs, ino, &b, &st);
+		stat_bucket(ino, &b, &st);
 		if (follow)
-			st.st_mode = S_IFDIR | 0555;
+			st.st_mode = follow_mode(st.st_mode);
 		reply_entry(req, fs, &st);
 	} else if (p->kind == FS_NODE_FOLLOW_BUCKET) {
 		struct nv_stream *s;
@@ -225,9 +234,9 @@ void fs_ns_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			return;
 		}
 		ino = (FS_INO_BASE + s->id) | FS_INO_FOLLOW_BIT;
-		stat_stream(fs, s, &st);
+		stat_stream(s, &st);
 		st.st_ino = ino;
-		st.st_mode = S_IFREG | 0444;
+		st.st_mode = follow_mode(st.st_mode);
 		if (!fs_node_remember(&fs->nodes, ino, FS_NODE_FOLLOW_STREAM, p->bucket, s)) {
 			fuse_reply_err(req, ENOMEM);
 			return;
@@ -243,7 +252,7 @@ void fs_ns_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fuse_reply_err(req, nova_fs_errno(rc));
 			return;
 		}
-		stat_stream(fs, s, &st);
+		stat_stream(s, &st);
 		if (!fs_node_remember(&fs->nodes, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket,
 				      s)) {
 			fuse_reply_err(req, ENOMEM);
@@ -284,8 +293,28 @@ void fs_ns_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, attr_timeout_of(fs, n));
 }
 
-/* Only a no-op is allowed: a size equal to the current one (O_TRUNC of
- * an empty stream) and time stamps (touch), which are ignored. */
+/* chmod/chown/chgrp of a bucket or stream with attributes st (POSIX
+ * rules: fs/perm.h).  0, -EPERM, engine errors. */
+static int set_owner(fuse_req_t req, struct nova_fs *fs, struct fs_node *n,
+		     const struct stat *st, const struct stat *attr, int to_set)
+{
+	struct meta_owner o;
+	int rc;
+
+	rc = fs_perm_setattr(req, st, attr, to_set, &o);
+	if (rc)
+		return rc;
+	if (n->kind != FS_NODE_BUCKET && n->kind != FS_NODE_STREAM)
+		/* The root is the daemon's: only a change of nothing passes. */
+		return o.uid == st->st_uid && o.gid == st->st_gid &&
+		       o.mode == (st->st_mode & 07777) ? 0 : -EPERM;
+	return n->kind == FS_NODE_BUCKET ? star_bucket_set_owner(fs->star, n->bucket, &o)
+					 : star_stream_set_owner(fs->star, n->stream, &o);
+}
+
+/* Owners and modes change (set_owner()); a size is only accepted equal
+ * to the current one (O_TRUNC of an empty stream); time stamps (touch)
+ * are ignored: mtime is the time of the last append. */
 void fs_ns_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi)
 {
@@ -305,21 +334,25 @@ void fs_ns_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		fuse_reply_err(req, EROFS); /* the follow view is read-only */
 		return;
 	}
-	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
-		bool same = (!(to_set & FUSE_SET_ATTR_MODE) ||
-			     (attr->st_mode & 07777) == (st.st_mode & 07777)) &&
-			    (!(to_set & FUSE_SET_ATTR_UID) || attr->st_uid == st.st_uid) &&
-			    (!(to_set & FUSE_SET_ATTR_GID) || attr->st_gid == st.st_gid);
-
-		if (!same) {
-			fuse_reply_err(req, EPERM);
-			return;
-		}
-	}
 	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != st.st_size) {
 		nv_log(NV_DEBUG, NV_SUB_FS, "refusing to truncate inode %llu to %lld",
 		       (unsigned long long)ino, (long long)attr->st_size);
 		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		rc = set_owner(req, fs, n, &st, attr, to_set);
+		if (!rc)
+			rc = node_stat(fs, n, &st);
+		if (rc) {
+			fuse_reply_err(req, nova_fs_errno(rc));
+			return;
+		}
+		fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
+		/* The follow view's mirror shows the new owner and mode now,
+		 * not after its attribute timeout (after the reply). */
+		if (fs->se && n->kind != FS_NODE_ROOT)
+			fuse_lowlevel_notify_inval_inode(fs->se, n->ino | FS_INO_FOLLOW_BIT, -1, 0);
 		return;
 	}
 	fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
@@ -330,6 +363,7 @@ void fs_ns_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 void fs_ns_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct nova_fs *fs = fs_of(req);
+	struct meta_owner own = fs_perm_creator(req, mode);
 	struct meta_bucket b;
 	struct stat st;
 	int rc;
@@ -346,7 +380,7 @@ void fs_ns_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		fuse_reply_err(req, EEXIST);
 		return;
 	}
-	rc = star_bucket_create(fs->star, name, &b);
+	rc = star_bucket_create(fs->star, name, &own, &b);
 	if (rc) {
 		fuse_reply_err(req, nova_fs_errno(rc));
 		return;
@@ -355,7 +389,7 @@ void fs_ns_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	stat_bucket(fs, FS_INO_BASE + b.id, &b, &st);
+	stat_bucket(FS_INO_BASE + b.id, &b, &st);
 	reply_entry(req, fs, &st);
 }
 
@@ -377,6 +411,17 @@ void fs_ns_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, nova_fs_errno(rc));
 }
 
+/* The follow view's name of bucket/name goes at once, not after the
+ * kernel's entry timeout (called after the reply: no lock held). */
+static void inval_follow_name(struct nova_fs *fs, const char *bucket, const char *name)
+{
+	struct meta_bucket b;
+
+	if (fs->se && star_bucket_get(fs->star, bucket, &b) == 0)
+		fuse_lowlevel_notify_inval_entry(fs->se, (FS_INO_BASE + b.id) | FS_INO_FOLLOW_BIT,
+						 name, strlen(name));
+}
+
 void fs_ns_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct nova_fs *fs = fs_of(req);
@@ -394,16 +439,8 @@ void fs_ns_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		stream_put(s);
 	}
 	fuse_reply_err(req, nova_fs_errno(rc));
-	if (!rc && fs->se) {
-		/* The follow view's name for it goes too, not after the
-		 * kernel's entry timeout (after the reply: no lock held). */
-		struct meta_bucket b;
-
-		if (star_bucket_get(fs->star, p->bucket, &b) == 0)
-			fuse_lowlevel_notify_inval_entry(fs->se,
-							 (FS_INO_BASE + b.id) | FS_INO_FOLLOW_BIT,
-							 name, strlen(name));
-	}
+	if (!rc)
+		inval_follow_name(fs, p->bucket, name);
 }
 
 static void fs_refuse(fuse_req_t req, const char *what)
@@ -412,10 +449,46 @@ static void fs_refuse(fuse_req_t req, const char *what)
 	fuse_reply_err(req, EPERM);
 }
 
+/*
+ * Rename (novafs(8), THE FILESYSTEM, Everyday tools): a stream within its bucket is
+ * renamed (an existing stream of the new name is replaced, as rename(2)
+ * does, unless RENAME_NOREPLACE); across buckets, and of a bucket, it is
+ * EXDEV, so mv falls back to copying and deleting; into the top level
+ * EPERM (no files there); in the follow view EROFS; RENAME_EXCHANGE
+ * EINVAL.
+ */
 void fs_ns_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	fs_refuse(req, "rename");
+	struct nova_fs *fs = fs_of(req);
+	struct fs_node *p = fs_node_or_stale(req, parent), *np;
+	int rc;
+
+	if (!p)
+		return; /* replied ESTALE */
+	np = fs_node_or_stale(req, newparent);
+	if (!np)
+		return;
+	if (fs_node_is_follow(p) || fs_node_is_follow(np))
+		rc = -EROFS;
+	else if (flags & ~(unsigned)RENAME_NOREPLACE)
+		rc = -EINVAL;
+	else if (p->kind == FS_NODE_BUCKET && np->kind == FS_NODE_ROOT)
+		rc = -EPERM;
+	else if (p->kind != FS_NODE_BUCKET || np->kind != FS_NODE_BUCKET ||
+		 strcmp(p->bucket, np->bucket))
+		rc = -EXDEV;
+	else
+		rc = star_stream_rename(fs->star, p->bucket, name, newname,
+					flags & RENAME_NOREPLACE);
+	if (rc && rc != -EXDEV)
+		nv_log(NV_DEBUG, NV_SUB_FS, "rename of %s to %s refused: %s", name, newname,
+		       strerror(-rc));
+	fuse_reply_err(req, nova_fs_errno(rc));
+	if (!rc) { /* the follow view's names change too */
+		inval_follow_name(fs, p->bucket, name);
+		inval_follow_name(fs, p->bucket, newname);
+	}
 }
 
 void fs_ns_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -434,6 +507,7 @@ void fs_ns_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct nova_fs *fs = fs_of(req);
 	struct fs_node *p = fs_node_or_stale(req, parent);
 	struct fuse_entry_param e;
+	struct meta_owner own;
 	struct nv_stream *s;
 	struct fs_node *n;
 	int rc;
@@ -445,7 +519,8 @@ void fs_ns_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, fs_node_is_follow(p) ? EROFS : EPERM);
 		return;
 	}
-	rc = star_stream_create(fs->star, p->bucket, name, &s);
+	own = fs_perm_creator(req, mode);
+	rc = star_stream_create(fs->star, p->bucket, name, &own, &s);
 	if (rc == -EEXIST && !(fi->flags & O_EXCL))
 		rc = star_stream_lookup(fs->star, p->bucket, name, &s);
 	if (rc) {
@@ -453,7 +528,7 @@ void fs_ns_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		return;
 	}
 	memset(&e, 0, sizeof(e));
-	stat_stream(fs, s, &e.attr);
+	stat_stream(s, &e.attr);
 	n = fs_node_remember(&fs->nodes, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket, s);
 	if (!n) {
 		fuse_reply_err(req, ENOMEM);
@@ -478,6 +553,7 @@ void fs_ns_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 {
 	struct nova_fs *fs = fs_of(req);
 	struct fs_node *p = fs_node_find(&fs->nodes, parent);
+	struct meta_owner own = fs_perm_creator(req, mode);
 	struct nv_stream *s;
 	struct stat st;
 	int rc;
@@ -486,12 +562,12 @@ void fs_ns_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		fuse_reply_err(req, !p ? ESTALE : fs_node_is_follow(p) ? EROFS : EPERM);
 		return;
 	}
-	rc = star_stream_create(fs->star, p->bucket, name, &s);
+	rc = star_stream_create(fs->star, p->bucket, name, &own, &s);
 	if (rc) {
 		fuse_reply_err(req, nova_fs_errno(rc));
 		return;
 	}
-	stat_stream(fs, s, &st);
+	stat_stream(s, &st);
 	if (!fs_node_remember(&fs->nodes, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket, s)) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -572,8 +648,8 @@ static int fill_stream(void *arg, const struct meta_stream *s)
 }
 
 /* Load the page of names after d->cursor as the entries from readdir
- * offset page_off on (offsets 0 and 1 are "." and "..", 2 is the root's
- * .follow; names start after them).  Caller holds d->lock.  0, or the
+ * offset page_off on (offsets 0 and 1 are "." and ".."; names start
+ * after them).  Caller holds d->lock.  0, or the
  * listing's engine error (the page then holds what was listed). */
 static int load_page(struct nova_fs *fs, struct fs_dir *d, off_t page_off)
 {
@@ -617,17 +693,15 @@ void fs_ns_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			name = off == 0 ? "." : "..";
 			st.st_ino = off == 0 ? ino : FUSE_ROOT_ID;
 			st.st_mode = S_IFDIR;
-		} else if (off == 2 && d->node->kind == FS_NODE_ROOT) {
-			name = ".follow";
-			st.st_ino = FS_INO_FOLLOW;
-			st.st_mode = S_IFDIR;
 		} else {
 			/* Position the page over off. */
 			if (off < d->page_off || (d->npage == 0 && d->page_off != off) ||
 			    (d->page_off == 0)) {
 				d->cursor[0] = 0; /* rewind: list from the start */
-				/* Names follow ".", ".." (and the root's .follow). */
-				rc = load_page(fs, d, d->node->kind == FS_NODE_ROOT ? 3 : 2);
+				/* Names follow "." and "..".  The root does not
+				 * list .follow (reachable by name only, so
+				 * recursive tools never walk into it). */
+				rc = load_page(fs, d, 2);
 				if (rc)
 					break;
 			}
@@ -734,6 +808,7 @@ void fs_ns_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	struct nova_fs *fs = fs_of(req);
 	struct fs_node *n = fs_node_or_stale(req, ino);
 	struct fs_xattr_target t;
+	struct stat st;
 	int rc;
 
 	if (!n)
@@ -743,7 +818,12 @@ void fs_ns_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		return;
 	}
 	xattr_target(n, &t);
-	rc = fs_xattr_set(fs->star, &t, name, value, size);
+	/* Administration needs write permission on the node (fs/perm.h). */
+	rc = node_stat(fs, n, &st);
+	if (!rc)
+		rc = fs_perm_may_write(req, &st);
+	if (!rc)
+		rc = fs_xattr_set(fs->star, &t, name, value, size);
 	if (!rc && fs->se && n->kind == FS_NODE_STREAM && !strcmp(name, "user.nova.trim"))
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0); /* the hole reads as zeros */
 	if (rc && rc != -ENOTSUP)

@@ -24,7 +24,8 @@ void fs_ns_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_ns_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi);
 
-/* Buckets and streams: created, removed, refused. */
+/* Buckets and streams: created, removed, renamed (a stream within its
+ * bucket), refused. */
 void fs_ns_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
 void fs_ns_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fs_ns_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,

@@ -192,15 +192,24 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 	}
 	for (known = names_of(t->kind); known && *known; known++)
 		if (!strcmp(n, *known))
-			return -EPERM; /* read-only */
+			return -ENOTSUP; /* read-only: ENOTSUP, which cp -a and mv
+					  * skip quietly when they copy xattrs */
 	return -ENOTSUP;
 }
 
+/* user.nova.trim is not listed: copying tools (cp -a, mv across
+ * buckets, rsync -X) set every listed attribute on the copy, and a trim
+ * point is a record number of this stream, which would cut the copy's
+ * own records.  getfattr -n user.nova.trim reads it. */
 int fs_xattr_list(const struct fs_xattr_target *t, struct nv_buf *out)
 {
 	nv_buf_reset(out);
 	for (const char *const *k = names_of(t->kind); k && *k; k++) {
-		int rc = nv_buf_printf(out, PFX "%s", *k);
+		int rc;
+
+		if (t->kind == FS_NODE_STREAM && !strcmp(*k, "trim"))
+			continue;
+		rc = nv_buf_printf(out, PFX "%s", *k);
 
 		if (!rc)
 			rc = nv_buf_add_u8(out, 0);

@@ -36,13 +36,14 @@ struct fs_xattr_target {
 int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *name,
 		 struct nv_buf *out) __attribute__((warn_unused_result));
 
-/* Set name to value.  0, -ENOTSUP (not a settable attribute here),
- * -EPERM (read-only attribute), -EINVAL (malformed value), -ENOTEMPTY
+/* Set name to value.  0, -ENOTSUP (not a settable attribute here:
+ * unknown, or read-only), -EINVAL (malformed value), -ENOTEMPTY
  * (class of a non-empty stream), engine errors. */
 int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
 		 const char *value, size_t size) __attribute__((warn_unused_result));
 
-/* The NUL-separated list of names that exist on t, into out. */
+/* The NUL-separated list of names that exist on t, into out; a
+ * stream's trim exists but is not listed (xattr.c says why). */
 int fs_xattr_list(const struct fs_xattr_target *t, struct nv_buf *out)
 	__attribute__((warn_unused_result));
 

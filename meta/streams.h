@@ -9,9 +9,13 @@
  * Rows (keys in meta/keys.h; values versioned, little-endian, decoded
  * with src/base/wire.h):
  *   bucket   v1: id, created_ns, default class
+ *            v2: v1, then owner uid, gid (u32 each), mode (u16)
  *   name     v1: stream id                       (absent once deleted)
  *   stream   v1: id, bucket, name, class, created_ns, trim_seq,
  *                trim_byte, deleted_ns (0 = live)
+ *            v2: v1, then owner uid, gid (u32 each), mode (u16)
+ * Writers write v2; a v1 row decodes as root:root with the default mode
+ * (META_BUCKET_MODE / META_STREAM_MODE).
  *
  * Invariants:
  *  1. Ids come from one counter and are never reused, so a stream that
@@ -39,11 +43,23 @@
 #define META_BUCKET_NAME_MAX NV_BUCKET_NAME_MAX
 #define META_STREAM_NAME_MAX NV_STREAM_NAME_MAX
 
+/* Who owns a bucket or stream: uid, gid and the permission bits (07777;
+ * the file type is not stored). */
+struct meta_owner {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t mode;
+};
+
+#define META_BUCKET_MODE 0755u /* of a v1 bucket row, and the default */
+#define META_STREAM_MODE 0644u /* of a v1 stream row, and the default */
+
 struct meta_bucket {
 	char name[META_BUCKET_NAME_MAX + 1];
 	uint64_t id;
 	uint64_t created_ns;
 	uint8_t default_class;
+	struct meta_owner own;
 };
 
 struct meta_stream {
@@ -55,11 +71,14 @@ struct meta_stream {
 	uint64_t trim_seq;  /* records below this seq are gone */
 	uint64_t trim_byte; /* stream offset of trim_seq */
 	uint64_t deleted_ns;
+	struct meta_owner own;
 };
 
-/* Create a bucket.  0 and *out, -EEXIST, or a kv error. */
+/* Create a bucket owned by own (borrowed; NULL: root:root
+ * META_BUCKET_MODE).  0 and *out, -EEXIST, or a kv error. */
 int meta_bucket_create(struct kv *kv, const char *name, unsigned default_class,
-		       struct meta_bucket *out) __attribute__((warn_unused_result));
+		       const struct meta_owner *own, struct meta_bucket *out)
+	__attribute__((warn_unused_result));
 /* 0 and *out, -ENOENT, or a kv error (-EBADMSG for a corrupt row). */
 int meta_bucket_get(struct kv *kv, const char *name, struct meta_bucket *out)
 	__attribute__((warn_unused_result));
@@ -68,6 +87,10 @@ int meta_bucket_delete(struct kv *kv, const char *name) __attribute__((warn_unus
 /* Set the default class of new streams.  0, -ENOENT, kv error. */
 int meta_bucket_set_class(struct kv *kv, const char *name, unsigned cls)
 	__attribute__((warn_unused_result));
+/* Set the owner and mode (own borrowed; mode bits above 07777 are
+ * dropped).  0, -ENOENT, kv error. */
+int meta_bucket_set_owner(struct kv *kv, const char *name, const struct meta_owner *own)
+	__attribute__((warn_unused_result));
 /* Visit buckets in name order after `after` ("" for all).  fn returns 0
  * to go on, 1 to stop, -errno to fail. */
 typedef int (*meta_bucket_fn)(void *arg, const struct meta_bucket *b);
@@ -75,12 +98,13 @@ int meta_bucket_list(struct kv *kv, const char *after, meta_bucket_fn fn, void *
 	__attribute__((warn_unused_result));
 
 /*
- * Create a stream in bucket.  cls < 0 takes the bucket's default class.
+ * Create a stream in bucket.  cls < 0 takes the bucket's default class;
+ * own (borrowed) may be NULL: root:root META_STREAM_MODE.
  * 0 and *out; -EEXIST (name taken), -ENOENT (no bucket), kv error.
  */
 int meta_stream_create(struct kv *kv, const char *bucket, const char *name,
-		       int cls, uint64_t now_ns, struct meta_stream *out)
-	__attribute__((warn_unused_result));
+		       int cls, uint64_t now_ns, const struct meta_owner *own,
+		       struct meta_stream *out) __attribute__((warn_unused_result));
 /* By name: 0 and *out, -ENOENT, kv error. */
 int meta_stream_lookup(struct kv *kv, const char *bucket, const char *name,
 		       struct meta_stream *out) __attribute__((warn_unused_result));
@@ -93,6 +117,20 @@ int meta_stream_delete(struct kv *kv, uint64_t id, uint64_t now_ns)
 	__attribute__((warn_unused_result));
 /* Change the class (caller checked the stream is empty).  0, -ENOENT. */
 int meta_stream_set_class(struct kv *kv, uint64_t id, unsigned cls)
+	__attribute__((warn_unused_result));
+/* Set the owner and mode (as meta_bucket_set_owner()).  0, -ENOENT. */
+int meta_stream_set_owner(struct kv *kv, uint64_t id, const struct meta_owner *own)
+	__attribute__((warn_unused_result));
+/*
+ * Rename a live stream within its bucket: the name row moves, the
+ * stream row (same id, same bytes) takes the new name, in one
+ * transaction.  A live stream already named `to` is replaced: it is
+ * tombstoned as by meta_stream_delete() in the same transaction (its id
+ * in *replaced, 0 when none; may be NULL), unless noreplace (-EEXIST).
+ * 0, -ENOENT (no stream `from`), -EEXIST, kv error.  from == to is 0.
+ */
+int meta_stream_rename(struct kv *kv, const char *bucket, const char *from, const char *to,
+		       bool noreplace, uint64_t now_ns, uint64_t *replaced)
 	__attribute__((warn_unused_result));
 /* Raise the trim watermark.  0; -ERANGE when seq is below the current
  * one (never backwards); -ENOENT; kv error.  Equal is a no-op. */

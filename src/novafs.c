@@ -679,6 +679,7 @@ static int start_engine(struct daemon *d)
 	fuse_opt_add_arg(&d->args, mr);
 	fuse_opt_add_arg(&d->args, "-osubtype=novafs");
 	fuse_opt_add_arg(&d->args, "-ofsname=novafs");
+	fuse_opt_add_arg(&d->args, "-odefault_permissions"); /* owners and modes (fs/perm.h) */
 	/* The session first: it rejects bad FUSE options before the engine
 	 * mints an epoch for nothing. */
 	d->se = fuse_session_new(&d->args, nova_fs_ops(), sizeof(*nova_fs_ops()), d->fs);

@@ -54,7 +54,9 @@ int nv_stream_name_check(const char *name)
 {
 	size_t n = strlen(name);
 
-	if (n == 0 || name[0] == '.' || strchr(name, '/'))
+	/* Dot-names are streams too (rsync's temporary files, .gitignore);
+	 * only "." and ".." are not names. */
+	if (n == 0 || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
 		return -EINVAL;
 	if (n > NV_STREAM_NAME_MAX)
 		return -ENAMETOOLONG;

@@ -36,7 +36,8 @@ int nv_class_parse(const char *s, size_t n, unsigned *cls) __attribute__((warn_u
  * when too long). */
 int nv_bucket_name_check(const char *name) __attribute__((warn_unused_result));
 /* name borrowed, NUL-terminated.  0 when a stream name is valid: 1..255
- * bytes, no '/', not starting with '.'; else -EINVAL or -ENAMETOOLONG. */
+ * bytes, no '/', not "." or ".." (dot-names are valid); else -EINVAL or
+ * -ENAMETOOLONG. */
 int nv_stream_name_check(const char *name) __attribute__((warn_unused_result));
 
 #endif

@@ -21,7 +21,7 @@
  *    any trailing '\n' / NUL bytes: setfattr adds them) and the class it
  *    returns names itself back through nv_class_name().
  *  - fs_xattr_set() returns what xattr.h says for every (kind, name):
- *    -ENOTSUP outside user.nova. and for unknown names, -EPERM for a
+ *    -ENOTSUP outside user.nova., for unknown names and for a
  *    read-only one, and for the two writable ones parses the value:
  *      class  as nv_class_parse, and passes the class on;
  *      trim   a decimal sequence number (DESIGN.md 5: "plain decimal"):
@@ -29,7 +29,8 @@
  *             most 31 bytes: the star gets exactly that number; anything
  *             else, in particular white space, a sign or bytes after an
  *             embedded NUL, is -EINVAL and the star gets nothing.
- *  - fs_xattr_list() lists NUL-terminated user.nova. names.
+ *  - fs_xattr_list() lists NUL-terminated user.nova. names, never a
+ *    stream's trim.
  */
 #include "config.h"
 
@@ -243,7 +244,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		want = vlen ? class_oracle(val, vlen, &want_cls) : -EINVAL;
 	else if ((t.kind == FS_NODE_STREAM && in_list(ro_stream, n)) ||
 		 (t.kind == FS_NODE_ROOT && !strcmp(n, "stats")))
-		want = -EPERM;
+		want = -ENOTSUP; /* read-only */
 	else
 		want = -ENOTSUP;
 	memset(&got, 0, sizeof(got));
@@ -271,6 +272,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *e = memchr(list.ptr + o, 0, list.len - o);
 
 		FUZZ_ASSERT(e && !strncmp((const char *)list.ptr + o, "user.nova.", 10));
+		FUZZ_ASSERT(t.kind != FS_NODE_STREAM ||
+			    strcmp((const char *)list.ptr + o, "user.nova.trim"));
 		o = (size_t)((const uint8_t *)e - list.ptr) + 1;
 	}
 	nv_buf_free(&list);

@@ -292,14 +292,21 @@ static void gen_rows(void)
 	{
 		struct meta_stream s = { .id = 42, .bucket = "logs", .name = "app.log",
 					 .cls = NV_CLASS_EXPRESS, .created_ns = 1700000000000000000ull,
-					 .trim_seq = 10, .trim_byte = 4096 };
+					 .trim_seq = 10, .trim_byte = 4096,
+					 .own = { 1000, 1000, 0640 } };
 		struct meta_bucket bk = { .name = "logs", .id = 3, .created_ns = 1700000000000000000ull,
-					  .default_class = NV_CLASS_STANDARD };
+					  .default_class = NV_CLASS_STANDARD,
+					  .own = { 1000, 100, 02750 } };
 		uint8_t l = 4;
+		/* A v1 row (before owners): the v2 row without its owner
+		 * (u32 uid, u32 gid, u16 mode), version byte 1. */
+		const size_t own_len = 10;
 
 		sel = 0;
 		rc |= meta_stream_encode(&s, &v);
 		put("row_streams", "stream", &sel, (size_t)1, v.ptr, v.len, NULL);
+		v.ptr[0] = 1;
+		put("row_streams", "stream-v1", &sel, (size_t)1, v.ptr, v.len - own_len, NULL);
 		s.deleted_ns = 1700000000000000001ull;
 		rc |= meta_stream_encode(&s, &v);
 		put("row_streams", "stream-deleted", &sel, (size_t)1, v.ptr, v.len, NULL);
@@ -308,6 +315,10 @@ static void gen_rows(void)
 		rc |= meta_bucket_encode(&bk, &v);
 		put("row_streams", "bucket", &sel, (size_t)1, &l, (size_t)1, "logs", (size_t)4,
 		    v.ptr, v.len, NULL);
+		v.ptr[0] = 1;
+		put("row_streams", "bucket-v1", &sel, (size_t)1, &l, (size_t)1, "logs", (size_t)4,
+		    v.ptr, v.len - own_len, NULL);
+		v.ptr[0] = 2;
 		l = 64;
 		put("row_streams", "bucket-long-name", &sel, (size_t)1, &l, (size_t)1,
 		    "0123456789012345678901234567890123456789012345678901234567890123", (size_t)64,

@@ -29,6 +29,9 @@ grep -qx '<!-- tour:begin -->' "$README" && grep -qx '<!-- tour:end -->' "$READM
 	nv_skip "README.md has no <!-- tour:begin --> / <!-- tour:end --> markers"
 
 nv_init
+# The tour runs commands as nobody (setpriv): they must reach the mount
+# point inside the temp dir.
+chmod 0755 "$NV_TMP"
 STEPS=$NV_TMP/steps
 mkdir "$STEPS" "$NV_TMP/home"
 

@@ -4,6 +4,11 @@
 # express stream; an empty stream) are checked by sha256, st_size and
 # user.nova.seq across three incarnations, with appends between remounts:
 # new bytes land at the old size and seq continues where it stopped.
+# st_mtime (the time of the last acknowledged append; the creation time
+# of a stream never appended to) is the same after every remount, and
+# after settlement rewrote a stream's refs and the stream was reloaded
+# within one mount (issue 12 item 4: a reload used to show the creation
+# time).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$TESTLIB"
@@ -67,10 +72,22 @@ append_all() {
 	rm -f "$NV_TMP/piece"
 }
 
-# check_all LABEL: sha256, st_size and seq of every stream.
+# mtime_ns FILE: st_mtime in nanoseconds.
+mtime_ns() { python3 -c 'import os, sys; print(os.stat(sys.argv[1]).st_mtime_ns)' "$1"; }
+declare -A MT
+
+# note_mtimes: remember every stream's mtime (after appends).
+note_mtimes() {
+	local s
+	for s in "${STREAMS[@]}"; do MT[$s]=$(mtime_ns "$B/$s"); done
+}
+
+# check_all LABEL: sha256, st_size, seq and mtime of every stream.
 check_all() {
 	local label=$1 s
 	for s in "${STREAMS[@]}"; do
+		[ "$(mtime_ns "$B/$s")" = "${MT[$s]}" ] ||
+			fail "$label: $s st_mtime $(mtime_ns "$B/$s") ns, expected ${MT[$s]} (the last append's)"
 		[ "$(nv_size "$B/$s")" = "$(stat -c %s "$REF/$s")" ] ||
 			fail "$label: $s st_size $(nv_size "$B/$s"), expected $(stat -c %s "$REF/$s")"
 		[ "$(sha256sum < "$B/$s")" = "$(sha256sum < "$REF/$s")" ] ||
@@ -89,6 +106,7 @@ setfattr -n user.nova.class -v express "$B/fast"
 : > "$REF/tiny"; : > "$REF/small"; : > "$REF/big"; : > "$REF/fast"; : > "$REF/empty"
 t0=$EPOCHREALTIME
 append_all 0
+note_mtimes
 say "wrote $(du -sb "$REF" | cut -f1) bytes in $(nv_elapsed "$t0") s"
 check_all "incarnation 1"
 
@@ -99,6 +117,7 @@ for inc in 2 3; do
 	check_all "incarnation $inc, before appends"
 	nv_expect_eq "$(nv_xattr "$B/fast" user.nova.class)" express "class of fast"
 	append_all $((inc - 1))
+	note_mtimes
 	check_all "incarnation $inc, after appends"
 done
 
@@ -106,4 +125,21 @@ say "final remount"
 nv_remount
 nv_drop_caches
 check_all "incarnation 4 (read only)"
+nv_stop
+
+say "settlement within one mount keeps mtime"
+nv_start "settle_trigger_mib=1,settle_linger_s=1,age_cap_standard_s=2,audit_interval_ms=200"
+S=$MNT/r/settled
+head -c 1500000 /dev/urandom | dd of="$S" bs=64k oflag=append conv=notrunc status=none ||
+	fail "appends to $S failed"
+want=$(mtime_ns "$S")
+nseq=$(nv_xattr "$S" user.nova.seq)
+nv_await 60 "$S to settle (settled $(nv_xattr "$S" user.nova.settled) of $nseq)" nv_is_settled "$S"
+# Let the kernel forget every node, so the engine drops its streams; the
+# next stat loads the stream again, from the catalog row settlement wrote.
+loaded_none() { nv_drop_caches; [ "$(nv_stat streams_loaded)" = 0 ]; }
+nv_await 20 "the engine to unload its streams (streams_loaded $(nv_stat streams_loaded))" loaded_none
+nv_expect_eq "$(mtime_ns "$S")" "$want" "st_mtime of the settled stream, reloaded in the same mount"
+nv_remount
+nv_expect_eq "$(mtime_ns "$S")" "$want" "st_mtime of the settled stream after a remount"
 nv_stop

@@ -81,7 +81,7 @@ int efx_setup(void **state)
 	nv_cond_init_mono(&f->dcond);
 	if (kv_open(url, &f->kv) || fake_store_open(&f->fs, &f->store) ||
 	    !(f->table = stream_table_new()) ||
-	    meta_bucket_create(f->kv, EFX_BUCKET, NV_CLASS_STANDARD, &b)) {
+	    meta_bucket_create(f->kv, EFX_BUCKET, NV_CLASS_STANDARD, NULL, &b)) {
 		*state = f;
 		efx_teardown(state);
 		return -1;
@@ -496,7 +496,7 @@ struct nv_stream *efx_stream(struct efx *f, const char *name, int cls)
 {
 	struct meta_stream ms;
 
-	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, name, cls, nv_now_wall_ns(), &ms),
+	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, name, cls, nv_now_wall_ns(), NULL, &ms),
 			 0);
 	return efx_load(f, &ms);
 }

@@ -109,7 +109,7 @@ static void test_rows_bucket_create_get_dup(void **state)
 	struct meta_bucket a, b, g;
 
 	assert_int_equal(meta_bucket_get(f->kv, "logs", &g), -ENOENT);
-	assert_int_equal(meta_bucket_create(f->kv, "logs", NV_CLASS_EXPRESS, &a), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "logs", NV_CLASS_EXPRESS, NULL, &a), 0);
 	assert_string_equal(a.name, "logs");
 	assert_int_equal(a.default_class, NV_CLASS_EXPRESS);
 	assert_true(a.id > 0);
@@ -121,23 +121,23 @@ static void test_rows_bucket_create_get_dup(void **state)
 	assert_int_equal(g.default_class, NV_CLASS_EXPRESS);
 
 	/* Duplicate: refused, the row unchanged. */
-	assert_int_equal(meta_bucket_create(f->kv, "logs", NV_CLASS_STANDARD, &b), -EEXIST);
+	assert_int_equal(meta_bucket_create(f->kv, "logs", NV_CLASS_STANDARD, NULL, &b), -EEXIST);
 	assert_int_equal(meta_bucket_get(f->kv, "logs", &g), 0);
 	assert_int_equal(g.id, a.id);
 	assert_int_equal(g.default_class, NV_CLASS_EXPRESS);
 
 	/* A second bucket gets a fresh id. */
-	assert_int_equal(meta_bucket_create(f->kv, "logs2", NV_CLASS_STANDARD, &b), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "logs2", NV_CLASS_STANDARD, NULL, &b), 0);
 	assert_true(b.id != a.id);
 
 	/* Bad arguments. */
-	assert_int_equal(meta_bucket_create(f->kv, "x", NV_CLASS_COUNT, &b), -EINVAL);
+	assert_int_equal(meta_bucket_create(f->kv, "x", NV_CLASS_COUNT, NULL, &b), -EINVAL);
 	{
 		char longname[META_BUCKET_NAME_MAX + 2];
 
 		memset(longname, 'a', sizeof(longname) - 1);
 		longname[sizeof(longname) - 1] = 0;
-		assert_int_equal(meta_bucket_create(f->kv, longname, 0, &b), -EINVAL);
+		assert_int_equal(meta_bucket_create(f->kv, longname, 0, NULL, &b), -EINVAL);
 		assert_int_equal(meta_bucket_get(f->kv, longname, &g), -ENOENT);
 	}
 
@@ -160,7 +160,7 @@ static void test_rows_bucket_list_order(void **state)
 
 	assert_non_null(nm);
 	for (size_t i = 0; i < sizeof(created) / sizeof(created[0]); i++)
-		assert_int_equal(meta_bucket_create(f->kv, created[i], 0, NULL), 0);
+		assert_int_equal(meta_bucket_create(f->kv, created[i], 0, NULL, NULL), 0);
 	assert_int_equal(meta_bucket_list(f->kv, "", bucket_collect, nm), 0);
 	assert_int_equal(nm->n, 7);
 	for (int i = 0; i < 7; i++)
@@ -200,11 +200,11 @@ static void test_rows_bucket_delete(void **state)
 	struct meta_bucket g;
 
 	assert_int_equal(meta_bucket_delete(f->kv, "nope"), -ENOENT);
-	assert_int_equal(meta_bucket_create(f->kv, "full", 0, NULL), 0);
-	assert_int_equal(meta_bucket_create(f->kv, "fullx", 0, NULL), 0);
-	assert_int_equal(meta_stream_create(f->kv, "full", "one", -1, 1, &s), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "full", 0, NULL, NULL), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "fullx", 0, NULL, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "full", "one", -1, 1, NULL, &s), 0);
 	/* A stream in a bucket whose name extends "full" must not count. */
-	assert_int_equal(meta_stream_create(f->kv, "fullx", "two", -1, 1, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "fullx", "two", -1, 1, NULL, NULL), 0);
 
 	assert_int_equal(meta_bucket_delete(f->kv, "full"), -ENOTEMPTY);
 	assert_int_equal(meta_bucket_get(f->kv, "full", &g), 0);
@@ -215,7 +215,7 @@ static void test_rows_bucket_delete(void **state)
 	assert_int_equal(meta_bucket_get(f->kv, "full", &g), -ENOENT);
 	assert_int_equal(meta_bucket_delete(f->kv, "full"), -ENOENT);
 	/* Creating a stream in the deleted bucket fails. */
-	assert_int_equal(meta_stream_create(f->kv, "full", "again", -1, 3, NULL), -ENOENT);
+	assert_int_equal(meta_stream_create(f->kv, "full", "again", -1, 3, NULL, NULL), -ENOENT);
 	/* The other bucket is untouched. */
 	assert_int_equal(meta_bucket_delete(f->kv, "fullx"), -ENOTEMPTY);
 }
@@ -239,9 +239,9 @@ static void test_rows_stream_create_lookup(void **state)
 	struct meta_stream s, g, d;
 	uint64_t ver = 0;
 
-	assert_int_equal(meta_bucket_create(f->kv, "b", NV_CLASS_EXPRESS, NULL), 0);
-	assert_int_equal(meta_stream_create(f->kv, "nob", "x", -1, 5, &s), -ENOENT);
-	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 12345, &s), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "b", NV_CLASS_EXPRESS, NULL, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "nob", "x", -1, 5, NULL, &s), -ENOENT);
+	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 12345, NULL, &s), 0);
 	assert_string_equal(s.bucket, "b");
 	assert_string_equal(s.name, "x");
 	assert_int_equal(s.cls, NV_CLASS_EXPRESS); /* the bucket default */
@@ -259,14 +259,14 @@ static void test_rows_stream_create_lookup(void **state)
 	assert_int_equal(meta_stream_lookup(f->kv, "c", "x", &g), -ENOENT);
 
 	/* Explicit class; duplicate name. */
-	assert_int_equal(meta_stream_create(f->kv, "b", "std", NV_CLASS_STANDARD, 1, &d), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "std", NV_CLASS_STANDARD, 1, NULL, &d), 0);
 	assert_int_equal(d.cls, NV_CLASS_STANDARD);
-	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 6, &d), -EEXIST);
+	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 6, NULL, &d), -EEXIST);
 	assert_int_equal(meta_stream_lookup(f->kv, "b", "x", &g), 0);
 	assert_int_equal(g.id, s.id);
-	assert_int_equal(meta_stream_create(f->kv, "b", "z", NV_CLASS_COUNT, 6, &d), -EINVAL);
+	assert_int_equal(meta_stream_create(f->kv, "b", "z", NV_CLASS_COUNT, 6, NULL, &d), -EINVAL);
 	/* Names with odd bytes are just names. */
-	assert_int_equal(meta_stream_create(f->kv, "b", "a b\tc\xc3\xa9", -1, 7, &d), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "a b\tc\xc3\xa9", -1, 7, NULL, &d), 0);
 	assert_int_equal(meta_stream_lookup(f->kv, "b", "a b\tc\xc3\xa9", &g), 0);
 	assert_int_equal(g.id, d.id);
 }
@@ -277,9 +277,9 @@ static void test_rows_stream_ids_never_reused(void **state)
 	struct meta_stream s;
 	uint64_t seen[20];
 
-	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
 	for (int i = 0; i < 20; i++) {
-		assert_int_equal(meta_stream_create(f->kv, "b", "same", -1, (uint64_t)i + 1, &s),
+		assert_int_equal(meta_stream_create(f->kv, "b", "same", -1, (uint64_t)i + 1, NULL, &s),
 				 0);
 		seen[i] = s.id;
 		for (int j = 0; j < i; j++)
@@ -298,7 +298,7 @@ static void test_rows_stream_ids_never_reused(void **state)
 	{
 		struct meta_bucket b;
 
-		assert_int_equal(meta_bucket_create(f->kv, "b2", 0, &b), 0);
+		assert_int_equal(meta_bucket_create(f->kv, "b2", 0, NULL, &b), 0);
 		for (int i = 0; i < 20; i++)
 			assert_true(b.id != seen[i]);
 	}
@@ -311,9 +311,9 @@ static void test_rows_stream_tombstone_hides_name(void **state)
 	struct names *nm = calloc(1, sizeof(*nm));
 
 	assert_non_null(nm);
-	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL), 0);
-	assert_int_equal(meta_stream_create(f->kv, "b", "gone", -1, 1, &s), 0);
-	assert_int_equal(meta_stream_create(f->kv, "b", "kept", -1, 1, NULL), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "gone", -1, 1, NULL, &s), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "kept", -1, 1, NULL, NULL), 0);
 	assert_int_equal(meta_stream_delete(f->kv, s.id, 777), 0);
 
 	assert_int_equal(meta_stream_lookup(f->kv, "b", "gone", &g), -ENOENT);
@@ -332,7 +332,7 @@ static void test_rows_stream_tombstone_hides_name(void **state)
 	assert_int_equal(meta_stream_delete(f->kv, 999999, 1), -ENOENT);
 
 	/* The name is free again, for a new stream. */
-	assert_int_equal(meta_stream_create(f->kv, "b", "gone", -1, 2, &s2), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "gone", -1, 2, NULL, &s2), 0);
 	assert_true(s2.id != s.id);
 	assert_int_equal(meta_stream_lookup(f->kv, "b", "gone", &g), 0);
 	assert_int_equal(g.id, s2.id);
@@ -355,17 +355,17 @@ static void test_rows_stream_list_paging(void **state)
 	const int N = 300; /* more than one page of 256 */
 
 	assert_non_null(nm);
-	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL), 0);
-	assert_int_equal(meta_bucket_create(f->kv, "b0", 0, NULL), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "b0", 0, NULL, NULL), 0);
 	/* Create in a scrambled order. */
 	for (int i = 0; i < N; i++) {
 		int k = (i * 7) % N;
 
 		snprintf(name, sizeof(name), "st-%03d", k);
-		assert_int_equal(meta_stream_create(f->kv, "b", name, -1, 1, NULL), 0);
+		assert_int_equal(meta_stream_create(f->kv, "b", name, -1, 1, NULL, NULL), 0);
 	}
 	/* Streams of a neighbouring bucket must not leak into the listing. */
-	assert_int_equal(meta_stream_create(f->kv, "b0", "st-000", -1, 1, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b0", "st-000", -1, 1, NULL, NULL), 0);
 	/* Tombstone a few, on both sides of the page boundary. */
 	for (int k = 250; k < 262; k += 3) {
 		struct meta_stream s;
@@ -411,8 +411,8 @@ static void test_rows_stream_set_class(void **state)
 	struct fx *f = *state;
 	struct meta_stream s, g;
 
-	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL), 0);
-	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 1, &s), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 1, NULL, &s), 0);
 	assert_int_equal(s.cls, NV_CLASS_STANDARD);
 	assert_int_equal(meta_stream_set_class(f->kv, s.id, NV_CLASS_EXPRESS), 0);
 	assert_int_equal(meta_stream_lookup(f->kv, "b", "x", &g), 0);
@@ -430,8 +430,8 @@ static void test_rows_stream_set_trim_never_backwards(void **state)
 	struct meta_stream s, g;
 	uint64_t v1, v2;
 
-	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL), 0);
-	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 1, &s), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 1, NULL, &s), 0);
 	assert_int_equal(meta_stream_set_trim(f->kv, s.id, 10, 1000), 0);
 	assert_int_equal(meta_stream_get(f->kv, s.id, &g, &v1), 0);
 	assert_int_equal(g.trim_seq, 10);
@@ -486,6 +486,125 @@ static void test_rows_stream_codec_hostile(void **state)
 	assert_int_equal(meta_stream_encode(&s, &b), 0);
 	assert_int_equal(meta_stream_decode(b.ptr, b.len, &g), -EBADMSG);
 	nv_buf_free(&b);
+}
+
+/* Owners: kept from creation, changed by set_owner, and old (v1) rows,
+ * which had none, read as root:root with the default modes. */
+static void test_rows_owners(void **state)
+{
+	struct fx *f = *state;
+	struct meta_owner alice = { 1000, 1000, 0600 }, bob = { 1001, 100, 04755 };
+	struct meta_stream s, g;
+	struct meta_bucket b, gb;
+	struct nv_buf v;
+
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, &alice, &b), 0);
+	assert_int_equal(meta_bucket_get(f->kv, "b", &gb), 0);
+	assert_int_equal(gb.own.uid, 1000);
+	assert_int_equal(gb.own.mode, 0600);
+	assert_int_equal(meta_bucket_create(f->kv, "r", 0, NULL, &b), 0);
+	assert_int_equal(b.own.uid, 0);
+	assert_int_equal(b.own.mode, META_BUCKET_MODE);
+	assert_int_equal(meta_bucket_set_owner(f->kv, "r", &bob), 0);
+	assert_int_equal(meta_bucket_get(f->kv, "r", &gb), 0);
+	assert_int_equal(gb.own.uid, 1001);
+	assert_int_equal(gb.own.gid, 100);
+	assert_int_equal(gb.own.mode, 04755);
+	assert_int_equal(meta_bucket_set_owner(f->kv, "nob", &bob), -ENOENT);
+
+	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 1, &alice, &s), 0);
+	assert_int_equal(meta_stream_get(f->kv, s.id, &g, NULL), 0);
+	assert_memory_equal(&g.own, &alice, sizeof(alice));
+	assert_int_equal(meta_stream_create(f->kv, "b", "y", -1, 1, NULL, &s), 0);
+	assert_int_equal(s.own.mode, META_STREAM_MODE);
+	assert_int_equal(meta_stream_set_owner(f->kv, s.id, &bob), 0);
+	assert_int_equal(meta_stream_lookup(f->kv, "b", "y", &g), 0);
+	assert_memory_equal(&g.own, &bob, sizeof(bob));
+	assert_int_equal(g.trim_seq, 0);
+
+	/* A v1 row: the v2 row without its 10 owner bytes, version 1. */
+	nv_buf_init(&v, 4096);
+	assert_int_equal(meta_stream_encode(&g, &v), 0);
+	assert_int_equal(v.ptr[0], 2);
+	v.ptr[0] = 1;
+	assert_int_equal(meta_stream_decode(v.ptr, v.len, &s), -EBADMSG);
+	assert_int_equal(meta_stream_decode(v.ptr, v.len - 10, &s), 0);
+	assert_int_equal(s.own.uid, 0);
+	assert_int_equal(s.own.gid, 0);
+	assert_int_equal(s.own.mode, META_STREAM_MODE);
+	assert_string_equal(s.name, "y");
+	assert_int_equal(meta_bucket_encode(&gb, &v), 0);
+	v.ptr[0] = 1;
+	assert_int_equal(meta_bucket_decode(v.ptr, v.len - 10, "r", &b), 0);
+	assert_int_equal(b.own.uid, 0);
+	assert_int_equal(b.own.mode, META_BUCKET_MODE);
+	assert_int_equal(b.id, gb.id);
+	/* A mode above 07777 is a corrupt row. */
+	v.ptr[0] = 2;
+	v.ptr[v.len - 1] = 0x10;
+	assert_int_equal(meta_bucket_decode(v.ptr, v.len, "r", &b), -EBADMSG);
+	nv_buf_free(&v);
+}
+
+static int list_count_fn(void *arg, const struct meta_stream *s)
+{
+	(void)s;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static int count_fn(void *arg, uint64_t id)
+{
+	(void)id;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* Rename within a bucket: the id, owner and bytes stay; an existing
+ * target is replaced and tombstoned (queued for reclamation), unless
+ * noreplace. */
+static void test_rows_stream_rename(void **state)
+{
+	struct fx *f = *state;
+	struct meta_owner alice = { 1000, 1000, 0600 };
+	struct meta_stream a, t, g;
+	uint64_t replaced = 99;
+	int queued = 0;
+
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", ".tmp.a1b2", -1, 1, &alice, &a), 0);
+	assert_int_equal(meta_stream_rename(f->kv, "b", ".tmp.a1b2", "final", false, 5, &replaced),
+			 0);
+	assert_int_equal(replaced, 0);
+	assert_int_equal(meta_stream_lookup(f->kv, "b", ".tmp.a1b2", &g), -ENOENT);
+	assert_int_equal(meta_stream_lookup(f->kv, "b", "final", &g), 0);
+	assert_int_equal(g.id, a.id);
+	assert_string_equal(g.name, "final");
+	assert_memory_equal(&g.own, &alice, sizeof(alice));
+	/* Same name: nothing to do; missing source: ENOENT. */
+	assert_int_equal(meta_stream_rename(f->kv, "b", "final", "final", false, 5, NULL), 0);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "nope", "x", false, 5, NULL), -ENOENT);
+	assert_int_equal(meta_stream_rename(f->kv, "c", "final", "x", false, 5, NULL), -ENOENT);
+
+	/* Over an existing stream. */
+	assert_int_equal(meta_stream_create(f->kv, "b", "other", -1, 1, NULL, &t), 0);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "final", "other", true, 6, NULL), -EEXIST);
+	assert_int_equal(meta_stream_lookup(f->kv, "b", "final", &g), 0);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "final", "other", false, 7, &replaced), 0);
+	assert_int_equal(replaced, t.id);
+	assert_int_equal(meta_stream_lookup(f->kv, "b", "other", &g), 0);
+	assert_int_equal(g.id, a.id);
+	assert_int_equal(meta_stream_get(f->kv, t.id, &g, NULL), 0);
+	assert_int_equal(g.deleted_ns, 7);
+	assert_int_equal(meta_reclaim_streams(f->kv, count_fn, &queued), 0);
+	assert_int_equal(queued, 1);
+	assert_int_equal(meta_stream_lookup(f->kv, "b", "final", &g), -ENOENT);
+	{
+		int n = 0;
+
+		assert_int_equal(meta_stream_list(f->kv, "b", "", list_count_fn, &n), 0);
+		assert_int_equal(n, 1);
+	}
 }
 
 /* ================================================================ refs */
@@ -1207,7 +1326,7 @@ static void test_rows_chain_list(void **state)
 				total++;
 			}
 	/* Rows of other spaces around it must not show. */
-	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL), 0);
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
 	put_ref(f->kv, 1, 0, 10, 0, 10, 0);
 
 	assert_int_equal(meta_chain_list(f->kv, chain_walk_fn, w), 0);
@@ -1474,6 +1593,8 @@ int main(void)
 		T(test_rows_stream_list_paging),
 		T(test_rows_stream_set_class),
 		T(test_rows_stream_set_trim_never_backwards),
+		T(test_rows_owners),
+		T(test_rows_stream_rename),
 		cmocka_unit_test(test_rows_stream_codec_hostile),
 		cmocka_unit_test(test_rows_ref_round_trip),
 		cmocka_unit_test(test_rows_ref_decode_truncations),

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "engine/stream.h"
 #include "meta/kv.h"
+#include "meta/refs.h"
 #include "meta/streams.h"
 #include "tests/unit/engine_fixture.h"
 
@@ -279,7 +280,7 @@ static void test_stream_load_from_row(void **state)
 	struct meta_stream ms;
 	struct nv_stream *s, *again;
 
-	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "s", -1, 12345, &ms), 0);
+	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "s", -1, 12345, NULL, &ms), 0);
 	assert_int_equal(stream_load(f->table, f->kv, &ms, &s), 0);
 	assert_int_equal(s->id, ms.id);
 	assert_string_equal(s->bucket, EFX_BUCKET);
@@ -299,6 +300,50 @@ static void test_stream_load_from_row(void **state)
 	assert_int_equal(stream_table_count(f->table), 0);
 }
 
+/* mtime of a loaded stream: its last ref's max_ts, the newest record's
+ * timestamp (issue 12: it was read after meta_ref_clear() zeroed the
+ * ref, so every reload showed the creation time); owner and mode from
+ * the row. */
+static void test_stream_load_mtime_and_owner(void **state)
+{
+	struct efx *f = *state;
+	struct meta_owner own = { 1000, 100, 0600 };
+	struct meta_stream ms;
+	struct nv_stream *s;
+	struct meta_ref r;
+	struct kv_txn *t = kv_txn_new();
+
+	assert_non_null(t);
+	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "m", -1, 12345, &own, &ms), 0);
+	meta_ref_init(&r);
+	r.stream_id = ms.id;
+	r.kind = META_REF_SPAN;
+	r.end_seq = 3;
+	r.end_byte = 30;
+	r.max_ts = 777777;
+	r.cls = NV_CLASS_STANDARD;
+	strcpy(r.star, "s1");
+	r.epoch = 1;
+	{
+		struct meta_ref_slot sl = { 0, 0, 0, 0, 96 };
+
+		assert_int_equal(meta_ref_add_slot(&r, &sl), 0);
+	}
+	assert_int_equal(meta_ref_txn_put(t, &r), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	kv_txn_free(t);
+	meta_ref_clear(&r);
+
+	assert_int_equal(stream_load(f->table, f->kv, &ms, &s), 0);
+	assert_int_equal(stream_acked_byte(s), 30);
+	assert_int_equal(atomic_load(&s->mtime_ns), 777777);
+	assert_int_equal(s->last_ts, 777777); /* appends continue from it */
+	assert_int_equal(atomic_load(&s->uid), 1000);
+	assert_int_equal(atomic_load(&s->gid), 100);
+	assert_int_equal(atomic_load(&s->mode), 0600);
+	stream_put(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +352,8 @@ int main(void)
 		cmocka_unit_test(test_stream_pend_push_pop_wrap),
 		cmocka_unit_test(test_stream_pend_search_gaps),
 		cmocka_unit_test_setup_teardown(test_stream_load_from_row, efx_setup, efx_teardown),
+		cmocka_unit_test_setup_teardown(test_stream_load_mtime_and_owner, efx_setup,
+						efx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
