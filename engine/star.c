@@ -578,6 +578,12 @@ void star_gate_cancel(struct star *st, struct gate_waiter *w)
 		auditor_gate_cancel(st->auditor, w);
 }
 
+void star_gate_shut(struct star *st)
+{
+	if (st && st->auditor)
+		auditor_gate_shut(st->auditor);
+}
+
 int star_stream_lookup(struct star *st, const char *bucket, const char *name,
 		       struct nv_stream **out)
 {

@@ -72,6 +72,9 @@
  * help text and "(default: ...)"; its justifications of the settlement
  * defaults live there.
  */
+/* Where syslog(3) sends its lines. */
+#define SYSLOG_SOCKET "/dev/log"
+
 #define U_1 1
 #define U_KIB 1024ull
 #define U_MIB (1024ull * 1024)
@@ -365,12 +368,15 @@ static void usage(const char *prog)
 static volatile sig_atomic_t dummy;
 
 /*
- * Stopping by signal.  libfuse's own handlers end the session loop at
- * once, so a reader's close or a writer's last acknowledgement would meet
- * a session nobody serves.  Ours only wake the stopper thread, which
- * lets the session serve while the follow view answers its parked reads
- * (end-of-file) and their readers close, then ends the loop; the engine
- * then acknowledges the last appends while the device is still open.
+ * Signals.  libfuse's own handlers end the session loop at once, so a
+ * reader's close or a writer's last acknowledgement would meet a session
+ * nobody serves.  Ours only wake the stopper thread.  SIGTERM and SIGINT
+ * stop: the stopper answers every request parked at the recovery gate
+ * (star_gate_shut(): recovery may never finish), lets the session serve
+ * while the follow view answers its parked reads (end-of-file) and their
+ * readers close, then ends the loop; the engine then acknowledges the
+ * last appends while the device is still open.  SIGHUP reopens the log
+ * file (logrotate's convention) and does not stop.
  */
 static int stop_pipe[2] = { -1, -1 };
 static pthread_t main_thread;
@@ -391,18 +397,63 @@ static void on_wake_signal(int sig)
 struct stopper {
 	struct fuse_session *se;
 	struct nova_fs *fs;
+	struct star *st;
+	const char *log_path; /* reopened on SIGHUP; NULL: syslog or stderr */
 };
+
+/* Open path for appending and make it stderr (where nv_log writes).
+ * 0 or -errno. */
+static int log_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+
+	if (fd < 0)
+		return -errno;
+	if (dup2(fd, STDERR_FILENO) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	close(fd);
+	return 0;
+}
+
+static void reopen_log(const struct stopper *sp)
+{
+	int rc;
+
+	if (!sp->log_path) {
+		nv_log(NV_INFO, NV_SUB_MAIN, "SIGHUP: no log file to reopen");
+		return;
+	}
+	rc = log_open(sp->log_path);
+	if (rc)
+		nv_log(NV_WARN, NV_SUB_MAIN, "SIGHUP: cannot reopen the log %s: %s; "
+		       "logging on to the old file", sp->log_path, strerror(-rc));
+	else
+		nv_log(NV_INFO, NV_SUB_MAIN, "SIGHUP: log %s reopened", sp->log_path);
+}
 
 static void *stopper_main(void *arg)
 {
 	struct stopper *sp = arg;
 	unsigned char c = 0;
 
-	while (read(stop_pipe[0], &c, 1) < 0 && errno == EINTR)
-		;
+	for (;;) {
+		c = 0;
+		while (read(stop_pipe[0], &c, 1) < 0 && errno == EINTR)
+			;
+		if (c != SIGHUP)
+			break;
+		reopen_log(sp);
+	}
 	if (c == 0)
 		return NULL; /* the loop ended on its own (fusermount3 -u) */
 	nv_log(NV_INFO, NV_SUB_MAIN, "signal %d: stopping (answering followers first)", c);
+	/* A request waiting for a recovery that cannot finish would keep
+	 * its worker, and so the loop, forever. */
+	star_gate_shut(sp->st);
 	/* Parked reads end; give their readers up to 2 s to close. */
 	for (int i = 0; i < 200 && nova_fs_quiesce(sp->fs) > 0; i++) {
 		struct timespec ts = { 0, 10 * 1000000L };
@@ -538,6 +589,8 @@ struct daemon {
 	struct options o;
 	char dd[PATH_MAX];      /* the data directory, absolute */
 	int status_fd;          /* the waiting parent's pipe; -1: none (invariant 3) */
+	const char *log_path;   /* the log file (-o log, or log_buf); NULL: none */
+	char log_buf[PATH_MAX + 16]; /* DATA_DIR/novafs.log when there is no syslog */
 	struct nova_fs *fs;
 	struct fuse_session *se;
 	struct star *st;
@@ -603,15 +656,45 @@ static int setup_process(struct daemon *d)
 		nv_default_data_dir(d->dd, sizeof(d->dd));
 	}
 	if (o->log) {
-		int lfd = open(o->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		int rc = log_open(o->log);
 
-		if (lfd < 0) {
-			fprintf(stderr, "novafs: log %s: %s\n", o->log, strerror(errno));
+		if (rc) {
+			fprintf(stderr, "novafs: -o log=%s: %s\n", o->log, strerror(-rc));
 			return -1;
 		}
-		dup2(lfd, STDERR_FILENO);
-		close(lfd);
+		d->log_path = o->log;
 	}
+	return 0;
+}
+
+/*
+ * Without -f and -o log: syslog, when something listens on its socket;
+ * else (a container) the file novafs.log in the data directory, said on
+ * the terminal before it is let go.  0 or -1 (said why).
+ */
+static int background_log(struct daemon *d)
+{
+	struct stat sb;
+	int rc;
+
+	if (!stat(SYSLOG_SOCKET, &sb) && S_ISSOCK(sb.st_mode)) {
+		nv_log_use_syslog("novafs");
+		return 0;
+	}
+	snprintf(d->log_buf, sizeof(d->log_buf), "%s/novafs.log", d->dd);
+	if (mkdir(d->dd, 0700) && errno != EEXIST) {
+		fprintf(stderr, "novafs: data_dir %s: %s\n", d->dd, strerror(errno));
+		return -1;
+	}
+	/* Said while stderr is still the terminal. */
+	fprintf(stderr, "novafs: no syslog socket (%s): logging to %s\n", SYSLOG_SOCKET,
+		d->log_buf);
+	rc = log_open(d->log_buf);
+	if (rc) {
+		fprintf(stderr, "novafs: log %s: %s\n", d->log_buf, strerror(-rc));
+		return -1;
+	}
+	d->log_path = d->log_buf;
 	return 0;
 }
 
@@ -648,7 +731,7 @@ static int daemonize(struct daemon *d)
 	d->status_fd = p[1];
 	setsid();
 	if (!d->o.log)
-		nv_log_use_syslog("novafs");
+		return background_log(d);
 	return 0;
 }
 
@@ -706,7 +789,7 @@ static void detach(struct daemon *d)
 	if (nul >= 0) {
 		dup2(nul, STDIN_FILENO);
 		dup2(nul, STDOUT_FILENO);
-		if (!d->o.log)
+		if (!d->log_path)
 			dup2(nul, STDERR_FILENO);
 		if (nul > 2)
 			close(nul);
@@ -745,7 +828,7 @@ static int run_loop(struct daemon *d)
  * still open, then unmount.  The exit status: 0 or 1. */
 static int mount_and_serve(struct daemon *d)
 {
-	struct stopper stopper = { d->se, d->fs };
+	struct stopper stopper = { d->se, d->fs, d->st, d->log_path };
 	pthread_t stopper_thread;
 	bool have_stopper = false;
 	int ret, rc;
