@@ -318,6 +318,10 @@ static int open_stack(struct star *st)
 		else if (why.part == STACK_META)
 			nv_log(NV_ERR, NV_SUB_MAIN, "opening the metastore failed: %s",
 			       strerror(-rc));
+		else if (why.part == STACK_FAULTS)
+			nv_log(NV_ERR, NV_SUB_MAIN, "-o store_faults=%s (or NOVAFS_STORE_FAULTS): "
+			       "%s: items KEY=VALUE joined by ':' (see novafs --help)", why.url,
+			       strerror(-rc));
 		return rc;
 	}
 	st->store = stk.store;

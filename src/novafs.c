@@ -35,7 +35,9 @@
 #include "src/base/log.h"
 #include "src/base/paths.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
@@ -158,18 +160,19 @@
 #define OPT_CTYPE_u unsigned
 #define OPT_CTYPE_i int
 #define OPT_CTYPE_d double
-#define OPT_FMT_u "%u"
-#define OPT_FMT_i "%d"
-#define OPT_FMT_d "%lf"
 /* The value in the target's unit: unsigned options widen before the
  * multiplication (MiB -> bytes does not fit 32 bits). */
 #define OPT_SCALE_u(v, unit) ((uint64_t)(v) * (unit))
 #define OPT_SCALE_i(v, unit) ((v) * (unit))
 #define OPT_SCALE_d(v, unit) ((v) * (unit))
 
-/* The parsed options, each in its own unit. */
+/* The parsed options, each in its own unit.  A NUM option's text (as
+ * given; NULL: not given) is parsed strictly by parse_numbers(), never
+ * by fuse_opt's sscanf (which takes "4096abc" and "-1"). */
 struct options {
-#define OPT_DECL_NUM(name, type, meta, def, lo, hi, unit, to, help) OPT_CTYPE_##type name;
+#define OPT_DECL_NUM(name, type, meta, def, lo, hi, unit, to, help) \
+	OPT_CTYPE_##type name;                                      \
+	char *text_##name;
 #define OPT_DECL_STR(name, meta, def, to, help) char *name;
 	NOVAFS_OPTIONS(OPT_DECL_NUM, OPT_DECL_STR)
 #undef OPT_DECL_NUM
@@ -180,7 +183,7 @@ struct options {
 
 static const struct fuse_opt nova_opts[] = {
 #define OPT_FUSE_NUM(name, type, meta, def, lo, hi, unit, to, help) \
-	{ #name "=" OPT_FMT_##type, offsetof(struct options, name), 1 },
+	{ #name "=%s", offsetof(struct options, text_##name), 1 },
 #define OPT_FUSE_STR(name, meta, def, to, help) { #name "=%s", offsetof(struct options, name), 1 },
 	NOVAFS_OPTIONS(OPT_FUSE_NUM, OPT_FUSE_STR)
 #undef OPT_FUSE_NUM
@@ -200,14 +203,16 @@ struct opt_desc {
 	const char *def_text; /* STR only */
 	enum opt_type type;
 	size_t off;             /* in struct options */
+	size_t text_off;        /* NUM only: the text's char * in struct options */
 	double def, lo, hi;     /* NUM only: exact for every integer range here */
 };
 
 static const struct opt_desc opt_descs[] = {
 #define OPT_DESC_NUM(name, type, meta, def, lo, hi, unit, to, help) \
-	{ #name, meta, help, NULL, OPT_TYPE_##type, offsetof(struct options, name), def, lo, hi },
+	{ #name, meta, help, NULL, OPT_TYPE_##type, offsetof(struct options, name), \
+	  offsetof(struct options, text_##name), def, lo, hi },
 #define OPT_DESC_STR(name, meta, def, to, help) \
-	{ #name, meta, help, def, OPT_TYPE_s, offsetof(struct options, name), 0, 0, 0 },
+	{ #name, meta, help, def, OPT_TYPE_s, offsetof(struct options, name), 0, 0, 0, 0 },
 	NOVAFS_OPTIONS(OPT_DESC_NUM, OPT_DESC_STR)
 #undef OPT_DESC_NUM
 #undef OPT_DESC_STR
@@ -265,6 +270,79 @@ static double opt_value(const struct options *o, const struct opt_desc *d)
 static void opt_num_text(const struct opt_desc *d, double v, char *buf, size_t cap)
 {
 	snprintf(buf, cap, d->type == OPT_TYPE_d ? "%g" : "%.0f", v);
+}
+
+/*
+ * One NUM option's text into its field, strictly: the whole text is one
+ * number of the option's type (no sign on an unsigned, no trailing
+ * characters, no nan or inf), else the start is refused naming the
+ * option.  0 or -1 (said why).
+ */
+static int parse_number(struct options *o, const struct opt_desc *d, const char *text)
+{
+	char *p = (char *)o + d->off, *end = NULL;
+	const char *want;
+
+	errno = 0;
+	switch (d->type) {
+	case OPT_TYPE_u: {
+		unsigned long long v = 0;
+
+		want = "a whole number";
+		if (!isdigit((unsigned char)text[0]))
+			break;
+		v = strtoull(text, &end, 10);
+		if (*end || errno || v > UINT_MAX)
+			break;
+		*(unsigned *)p = (unsigned)v;
+		return 0;
+	}
+	case OPT_TYPE_i: {
+		long v = 0;
+
+		want = "a whole number";
+		if (!isdigit((unsigned char)text[text[0] == '-']))
+			break;
+		v = strtol(text, &end, 10);
+		if (*end || errno || v < INT_MIN || v > INT_MAX)
+			break;
+		*(int *)p = (int)v;
+		return 0;
+	}
+	case OPT_TYPE_d: {
+		double v;
+
+		want = "a finite number";
+		if (!text[0] || isspace((unsigned char)text[0]))
+			break;
+		v = strtod(text, &end);
+		if (*end || errno || !isfinite(v))
+			break;
+		*(double *)p = v;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+	fprintf(stderr, "novafs: -o %s=%s: not %s (%s)\n", d->name, text, want,
+		d->type == OPT_TYPE_d ? "seconds, e.g. 0.5" : "digits only");
+	return -1;
+}
+
+/* Every NUM option given on the command line, parsed (parse_number()). */
+static int parse_numbers(struct options *o)
+{
+	for (size_t i = 0; i < sizeof(opt_descs) / sizeof(opt_descs[0]); i++) {
+		const struct opt_desc *d = &opt_descs[i];
+		const char *text;
+
+		if (d->type == OPT_TYPE_s)
+			continue;
+		text = *(char *const *)((const char *)o + d->text_off);
+		if (text && parse_number(o, d, text))
+			return -1;
+	}
+	return 0;
 }
 
 static int check_options(const struct options *o)
@@ -603,6 +681,8 @@ static int parse_args(struct daemon *d, const char *prog)
 	set_defaults(&d->o);
 	if (fuse_opt_parse(&d->args, &d->o, nova_opts, NULL) == -1)
 		return -1;
+	if (parse_numbers(&d->o))
+		return -1;
 	if (d->o.show_help) {
 		usage(prog);
 		return 1;
@@ -883,7 +963,7 @@ static void teardown(struct daemon *d)
 	nova_fs_free(d->fs);
 	free(d->fopts.mountpoint);
 	fuse_opt_free_args(&d->args);
-#define OPT_FREE_NUM(name, type, meta, def, lo, hi, unit, to, help)
+#define OPT_FREE_NUM(name, type, meta, def, lo, hi, unit, to, help) free(d->o.text_##name);
 #define OPT_FREE_STR(name, meta, def, to, help) free(d->o.name);
 	NOVAFS_OPTIONS(OPT_FREE_NUM, OPT_FREE_STR)
 #undef OPT_FREE_NUM
