@@ -415,6 +415,8 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 		rc = datadir_star_id(st->data_dir, cfg->star_id, st->id);
 	if (!rc)
 		rc = open_stack(st);
+	if (!rc)
+		rc = kv_claim(st->kv); /* logged */
 	if (rc)
 		goto fail;
 	st->recover.store = st->store;

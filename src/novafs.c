@@ -179,6 +179,8 @@ struct options {
 #undef OPT_DECL_STR
 	int show_help;
 	int show_version;
+	char *pos[2]; /* the positional arguments: [SOURCE] MOUNTPOINT */
+	int npos;
 };
 
 static const struct fuse_opt nova_opts[] = {
@@ -412,9 +414,11 @@ static void help_computed(const struct opt_desc *d, char *buf, size_t cap)
 /* --help: every option with its default, and each number's range. */
 static void usage(const char *prog)
 {
-	printf("usage: %s [-f] [-o opt,...] MOUNTPOINT\n\n"
+	printf("usage: %s [-f] [-o opt,...] [SOURCE] MOUNTPOINT\n\n"
 	       "A durable stream store on object storage: every file is an append-only\n"
-	       "stream; write() returns when the record is durable.  See novafs(8).\n\n"
+	       "stream; write() returns when the record is durable.  SOURCE (as mount(8)\n"
+	       "and /etc/fstab pass it: novafs) is a label; the data is -o data_dir.\n"
+	       "See novafs(8).\n\n"
 	       "novafs options:\n", prog);
 	for (size_t i = 0; i < sizeof(opt_descs) / sizeof(opt_descs[0]); i++) {
 		const struct opt_desc *d = &opt_descs[i];
@@ -591,20 +595,19 @@ static void unescape_octal(char *s)
  * very filesystem before its loop runs).  Failure (not root, no sysfs)
  * is logged and harmless.
  */
-static void set_kernel_readahead(const char *mnt, unsigned kib)
+/*
+ * The topmost FUSE mount on mnt in /proc/self/mountinfo: its device
+ * number ("MAJ:MIN") and file system type ("fuse.novafs") into dev and
+ * type.  1 found, 0 not, -errno when mountinfo cannot be read.
+ */
+static int fuse_mount_of(const char *mnt, char dev[32], char type[64])
 {
-	char line[4096], dev[32] = "", path[96];
-	FILE *f;
-	int fd;
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int found = 0;
 
-	if (!kib)
-		return;
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f) {
-		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: mountinfo: %s",
-		       strerror(errno));
-		return;
-	}
+	if (!f)
+		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE ... */
 		char *save = NULL, *tok[5], *fstype;
@@ -613,16 +616,37 @@ static void set_kernel_readahead(const char *mnt, unsigned kib)
 		fstype = strstr(line, " - ");
 		if (!fstype || strncmp(fstype + 3, "fuse", 4))
 			continue;
+		fstype += 3;
+		fstype[strcspn(fstype, " ")] = 0;
 		for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
 			tok[n++] = t;
 		if (n < 5)
 			continue;
 		unescape_octal(tok[4]);
-		if (!strcmp(tok[4], mnt))
-			snprintf(dev, sizeof(dev), "%s", tok[2]); /* the last one is on top */
+		if (!strcmp(tok[4], mnt)) { /* the last one is on top */
+			snprintf(dev, 32, "%s", tok[2]);
+			snprintf(type, 64, "%s", fstype);
+			found = 1;
+		}
 	}
 	fclose(f);
-	if (!dev[0]) {
+	return found;
+}
+
+static void set_kernel_readahead(const char *mnt, unsigned kib)
+{
+	char dev[32] = "", type[64], path[96];
+	int fd, rc;
+
+	if (!kib)
+		return;
+	rc = fuse_mount_of(mnt, dev, type);
+	if (rc < 0) {
+		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: mountinfo: %s",
+		       strerror(-rc));
+		return;
+	}
+	if (!rc) {
 		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: %s not in mountinfo",
 		       mnt);
 		return;
@@ -674,12 +698,47 @@ struct daemon {
 	struct star *st;
 };
 
+/* fuse_opt_parse()'s callback: the positional arguments are kept aside
+ * (mount.fuse3 passes SOURCE MOUNTPOINT); everything else goes on to
+ * libfuse. */
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct options *o = data;
+
+	(void)outargs;
+	if (key != FUSE_OPT_KEY_NONOPT)
+		return 1;
+	if (o->npos == 2) {
+		fprintf(stderr, "novafs: too many arguments ('%s'): novafs [SOURCE] MOUNTPOINT\n",
+			arg);
+		return -1;
+	}
+	o->pos[o->npos] = strdup(arg);
+	return o->pos[o->npos++] ? 0 : -1;
+}
+
+/*
+ * `novafs SOURCE MOUNTPOINT` (mount -t fuse.novafs, /etc/fstab, through
+ * mount.fuse3) or `novafs MOUNTPOINT`: the mount point goes back to
+ * libfuse's own parser.  SOURCE is a label for mount(8) and
+ * /proc/mounts; the data directory is -o data_dir.  0 or -1 (said why).
+ */
+static int take_positional(struct daemon *d, const char *prog)
+{
+	if (d->o.npos == 0) {
+		fprintf(stderr, "usage: %s [-f] [-o opt,...] [SOURCE] MOUNTPOINT (--help for "
+			"options)\n", prog);
+		return -1;
+	}
+	return fuse_opt_add_arg(&d->args, d->o.pos[d->o.npos - 1]) ? -1 : 0;
+}
+
 /* The command line into d->o and d->fopts.  0: go on; 1: done (--help,
  * --version printed); -1: refused (said why). */
 static int parse_args(struct daemon *d, const char *prog)
 {
 	set_defaults(&d->o);
-	if (fuse_opt_parse(&d->args, &d->o, nova_opts, NULL) == -1)
+	if (fuse_opt_parse(&d->args, &d->o, nova_opts, opt_proc) == -1)
 		return -1;
 	if (parse_numbers(&d->o))
 		return -1;
@@ -691,11 +750,34 @@ static int parse_args(struct daemon *d, const char *prog)
 		printf("novafs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
 		return 1;
 	}
-	if (fuse_parse_cmdline(&d->args, &d->fopts) != 0)
+	if (take_positional(d, prog) || fuse_parse_cmdline(&d->args, &d->fopts) != 0)
 		return -1;
-	if (!d->fopts.mountpoint) {
-		fprintf(stderr, "usage: %s [-f] [-o opt,...] MOUNTPOINT (--help for options)\n",
-			prog);
+	return 0;
+}
+
+/*
+ * The mount point: a directory, and not a live novafs already (a second
+ * daemon on top would hide the first one's streams; a dead mount is
+ * libfuse's to refuse).  0 or -1 (said why).
+ */
+static int check_mountpoint(const char *mnt)
+{
+	char dev[32], type[64];
+	struct stat sb;
+
+	if (stat(mnt, &sb)) {
+		if (errno == ENOTCONN)
+			return 0;
+		fprintf(stderr, "novafs: mount point %s: %s\n", mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		fprintf(stderr, "novafs: mount point %s is not a directory\n", mnt);
+		return -1;
+	}
+	if (fuse_mount_of(mnt, dev, type) == 1 && !strcmp(type, "fuse.novafs")) {
+		fprintf(stderr, "novafs: %s is already a novafs mount (unmount it first: "
+			"fusermount3 -u %s)\n", mnt, mnt);
 		return -1;
 	}
 	return 0;
@@ -706,7 +788,7 @@ static int setup_process(struct daemon *d)
 {
 	const struct options *o = &d->o;
 
-	if (check_options(o))
+	if (check_options(o) || check_mountpoint(d->fopts.mountpoint))
 		return -1;
 	if (o->debug) {
 		const char *bad;
@@ -962,6 +1044,8 @@ static void teardown(struct daemon *d)
 	tell_parent(d->status_fd, 1);
 	nova_fs_free(d->fs);
 	free(d->fopts.mountpoint);
+	free(d->o.pos[0]);
+	free(d->o.pos[1]);
 	fuse_opt_free_args(&d->args);
 #define OPT_FREE_NUM(name, type, meta, def, lo, hi, unit, to, help) free(d->o.text_##name);
 #define OPT_FREE_STR(name, meta, def, to, help) free(d->o.name);
