@@ -7,7 +7,8 @@
 # logs to DATA_DIR/novafs.log and says so; SIGHUP reopens the log file
 # (logrotate) and does not unmount; a regular file as mount point, a
 # second daemon on a live mount and a second daemon on the same
-# metastore are refused with a clear error.
+# metastore are refused with a clear error; refused xattr
+# administration is logged, rate-limited.
 set -euo pipefail
 . "$TESTLIB"
 nv_init
@@ -119,6 +120,15 @@ nv_refuse "in use by another novafs" "a second daemon on the same metastore" \
 nv_is_mounted "$NV_TMP/mnt2" && fail "the refused daemon left a mount on $NV_TMP/mnt2"
 "$NOVACTL" status -o "data_dir=$DATA" > "$NV_TMP/status.out" 2>&1 ||
 	fail "novactl status beside the running daemon failed: $(cat "$NV_TMP/status.out")"
+
+say "6. a refused xattr administration is logged, naming the stream"
+out=$(setfattr -n user.nova.trim -v abc "$MNT/b/s" 2>&1) && fail "setfattr user.nova.trim=abc succeeded"
+grep -q "Invalid argument" <<< "$out" || fail "user.nova.trim=abc failed with '$out', expected EINVAL"
+nv_await 10 "the refusal in the log" grep -q "user.nova.trim=abc on b/s refused" "$LOG"
+for i in $(seq 1 30); do setfattr -n user.nova.trim -v abc "$MNT/b/s" 2>/dev/null || true; done
+n=$(grep -c "user.nova.trim=abc on b/s refused" "$LOG")
+((n <= 10)) || fail "$n refusal lines for 31 refusals: not rate-limited"
+say "ok: $n refusal lines for 31 refusals"
 nv_stop
 nv_fsck
 say "PASS"
