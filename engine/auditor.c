@@ -31,6 +31,10 @@ struct auditor {
 	bool nudged;              /* lock */
 	uint64_t halted[NV_CLASS_COUNT]; /* lock: halted epoch per class, 0 none */
 	uint64_t live[NV_CLASS_COUNT];   /* lock */
+	/* The thread's: a failed restart of a halted class waits this long
+	 * (doubling to HALT_BACKOFF_MAX_NS) before the next attempt, so a
+	 * full disk or a store that stays away is not retried every pass. */
+	uint64_t halt_next_ns[NV_CLASS_COUNT], halt_backoff_ns[NV_CLASS_COUNT];
 	struct meta_star reg;     /* the thread's */
 };
 
@@ -213,21 +217,37 @@ static bool predecessors_settled(struct auditor *a)
 	return ok;
 }
 
+#define HALT_BACKOFF_MAX_NS (30 * NV_NS_PER_S)
+
 /* Give each halted class back to the star (which quiesces the chain,
- * settles its epoch and starts a new one).  Returns how many failed. */
+ * settles its epoch and starts a new one), each failed class again only
+ * after its back-off.  Returns how many failed. */
 static int handle_halts(struct auditor *a)
 {
 	int failed = 0;
 
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
-		uint64_t epoch, e;
+		uint64_t epoch, e, now = nv_now_mono_ns();
 
 		pthread_mutex_lock(&a->lock);
 		epoch = a->halted[cls];
 		pthread_mutex_unlock(&a->lock);
 		if (!epoch || !a->cfg.halted)
 			continue;
+		if (now < a->halt_next_ns[cls]) {
+			failed++; /* still backing off */
+			continue;
+		}
 		e = a->cfg.halted(a->cfg.arg, cls, epoch);
+		if (e) {
+			a->halt_backoff_ns[cls] = 0;
+		} else {
+			uint64_t b = a->halt_backoff_ns[cls] ? a->halt_backoff_ns[cls] * 2
+							    : NV_NS_PER_S;
+
+			a->halt_backoff_ns[cls] = b > HALT_BACKOFF_MAX_NS ? HALT_BACKOFF_MAX_NS : b;
+			a->halt_next_ns[cls] = nv_now_mono_ns() + a->halt_backoff_ns[cls];
+		}
 		pthread_mutex_lock(&a->lock);
 		if (e) {
 			a->halted[cls] = 0;
