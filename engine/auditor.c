@@ -35,6 +35,10 @@ struct auditor {
 	 * (doubling to HALT_BACKOFF_MAX_NS) before the next attempt, so a
 	 * full disk or a store that stays away is not retried every pass. */
 	uint64_t halt_next_ns[NV_CLASS_COUNT], halt_backoff_ns[NV_CLASS_COUNT];
+	/* The thread's: after a settle that failed (a full disk, a store
+	 * away), settling waits settle_backoff_ns (doubling to
+	 * SETTLE_BACKOFF_MAX_NS); trim-checks go on meanwhile. */
+	uint64_t settle_next_ns, settle_backoff_ns;
 	struct meta_star reg;     /* the thread's */
 };
 
@@ -299,11 +303,31 @@ static bool settle_cancelled(void *arg)
 	return stopping(arg);
 }
 
+#define SETTLE_BACKOFF_MAX_NS (60 * NV_NS_PER_S)
+
+/* After a settle pass: a failure pushes the next one back (doubling),
+ * a clean pass clears the back-off. */
+static void settle_backoff(struct auditor *a, bool failed)
+{
+	uint64_t b;
+
+	if (!failed) {
+		a->settle_backoff_ns = 0;
+		return;
+	}
+	b = a->settle_backoff_ns ? a->settle_backoff_ns * 2 : NV_NS_PER_S;
+	a->settle_backoff_ns = b > SETTLE_BACKOFF_MAX_NS ? SETTLE_BACKOFF_MAX_NS : b;
+	a->settle_next_ns = nv_now_mono_ns() + a->settle_backoff_ns;
+	nv_log(NV_INFO, NV_SUB_SETTLE, "settling failed; next attempt in %llu s",
+	       (unsigned long long)(a->settle_backoff_ns / NV_NS_PER_S));
+}
+
 /* The group settle and trim-check over every chain we may settle. */
 static void settle_pass(struct auditor *a)
 {
 	struct pass p = { .a = a };
 	uint64_t now = nv_now_wall_ns();
+	bool may_settle = nv_now_mono_ns() >= a->settle_next_ns, settle_failed = false;
 	int rc = meta_chain_list(a->cfg.recover.kv, collect_all, &p);
 
 	for (size_t i = 0; !rc && i < p.n && !stopping(a); i++) {
@@ -314,16 +338,20 @@ static void settle_pass(struct auditor *a)
 		own_head = !strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
 			   a->halted[c->cls] != c->epoch;
 		pthread_mutex_unlock(&a->lock);
-		if (c->state == CHAIN_SETTLED || own_head) {
+		if (may_settle && (c->state == CHAIN_SETTLED || own_head)) {
 			/* Several eras may be due; bounded per pass. */
 			for (int k = 0; k < 16 && !stopping(a); k++) {
 				struct meta_chain fresh;
 				uint64_t v;
+				int sr;
 
 				if (meta_chain_get(a->cfg.recover.kv, c->cls, c->star, c->epoch,
 						   &fresh, &v))
 					break;
-				if (settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns()) != 1)
+				sr = settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns());
+				if (sr < 0 && sr != -ESHUTDOWN)
+					settle_failed = true;
+				if (sr != 1)
 					break;
 			}
 		}
@@ -337,6 +365,8 @@ static void settle_pass(struct auditor *a)
 		}
 	}
 	free(p.chains);
+	if (may_settle)
+		settle_backoff(a, settle_failed);
 	if (!rc) {
 		int r = trim_reclaim(&a->cfg.trim, nv_now_wall_ns());
 
