@@ -11,7 +11,7 @@ command -v sqlite3 >/dev/null || python3 -c 'import sqlite3' ||
 	nv_skip "neither sqlite3 nor python3's sqlite3"
 
 say "1. streams that stay unsettled (their batch markers stay), clean close"
-nv_start "settle_trigger_mib=1024,age_cap_standard_s=0"
+nv_start "settle_trigger_mib=1024,age_cap_standard_s=3600"
 for b in b c; do
 	mkdir "$MNT/$b"
 	for i in $(seq 1 40); do
