@@ -7,8 +7,8 @@
  * filesystem is unmounted or the daemon is signalled.  Not for: engine
  * or filesystem logic.
  *
- * Start-up order (main()): parse_args() -> setup_process() (opts_check(),
- * check_mountpoint()) -> daemonize() (the parent waits for the child's
+ * Start-up order (main()): parse_args() (opts_parse(), opts_check()) ->
+ * setup_process() (check_mountpoint()) -> daemonize() (the parent waits for the child's
  * verdict on a pipe, so start-up errors reach the terminal) ->
  * start_engine() (recovery runs in star_open()) -> mount_and_serve().
  * Shut-down order (mount_and_serve(), then teardown()): the loop ends ->
@@ -332,7 +332,8 @@ static int parse_args(struct daemon *d, const char *prog)
 		printf("novafs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
 		return 1;
 	}
-	if (take_positional(d, prog) || fuse_parse_cmdline(&d->args, &d->fopts) != 0)
+	if (opts_check(&d->o) || take_positional(d, prog) ||
+	    fuse_parse_cmdline(&d->args, &d->fopts) != 0)
 		return -1;
 	return 0;
 }
@@ -370,7 +371,7 @@ static int setup_process(struct daemon *d)
 {
 	const struct options *o = &d->o;
 
-	if (opts_check(o) || check_mountpoint(d->fopts.mountpoint))
+	if (check_mountpoint(d->fopts.mountpoint))
 		return -1;
 	if (o->debug) {
 		const char *bad;

@@ -130,9 +130,10 @@ static int parse_number(struct options *o, const struct opt_desc *d, const char 
 		if (!isdigit((unsigned char)text[0]))
 			break;
 		v = strtoull(text, &end, 10);
-		if (*end || errno || v > UINT_MAX)
+		if (*end)
 			break;
-		*(unsigned *)p = (unsigned)v;
+		/* Too big for the field: out of range (opts_check() says so). */
+		*(unsigned *)p = errno || v > UINT_MAX ? UINT_MAX : (unsigned)v;
 		return 0;
 	}
 	case OPT_TYPE_i: {
@@ -142,9 +143,9 @@ static int parse_number(struct options *o, const struct opt_desc *d, const char 
 		if (!isdigit((unsigned char)text[text[0] == '-']))
 			break;
 		v = strtol(text, &end, 10);
-		if (*end || errno || v < INT_MIN || v > INT_MAX)
+		if (*end)
 			break;
-		*(int *)p = (int)v;
+		*(int *)p = errno || v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
 		return 0;
 	}
 	case OPT_TYPE_d: {
@@ -189,13 +190,17 @@ int opts_check(const struct options *o)
 		const struct opt_desc *d = &opt_descs[i];
 		double v = opt_value(o, d);
 		char vt[32], lt[32], ht[32];
+		const char *given;
 
 		if (d->type == OPT_TYPE_s || (v >= d->lo && v <= d->hi))
 			continue;
+		/* The value as given (a clamped one would not be the user's). */
+		given = *(char *const *)((const char *)o + d->text_off);
 		opt_num_text(d, v, vt, sizeof(vt));
 		opt_num_text(d, d->lo, lt, sizeof(lt));
 		opt_num_text(d, d->hi, ht, sizeof(ht));
-		fprintf(stderr, "novafs: -o %s=%s is out of range [%s, %s]\n", d->name, vt, lt, ht);
+		fprintf(stderr, "novafs: -o %s=%s is out of range [%s, %s]\n", d->name,
+			given ? given : vt, lt, ht);
 		return -1;
 	}
 	return 0;

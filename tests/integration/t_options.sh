@@ -106,7 +106,8 @@ fi
 # Every number is parsed strictly, and the error names the option (issue
 # 12 item 8): no trailing junk, no sign on an unsigned option, no nan.
 for bad in flight_kib=4096abc attr_timeout=nan attr_timeout=inf flight_kib=-1 \
-	put_window=4.5 compress=3x put_window= backlog_mib=99999999999; do
+	put_window=4.5 compress=3x put_window= backlog_mib=99999999999 \
+	compress=-99999999999 put_window=0; do
 	name=${bad%%=*}
 	rc=0
 	out=$("$NOVAFS" -f -o "data_dir=$TMP/d,$bad" "$TMP/nomnt" 2>&1) || rc=$?
