@@ -26,10 +26,19 @@ struct auditor {
 	pthread_cond_t wake;      /* the thread: nudge, halt, stop */
 	pthread_cond_t gate_cond; /* waiters: gate opened or cancelled */
 	bool gate_open;           /* lock */
+	bool gate_shut;           /* lock: every wait answers -ESHUTDOWN */
 	bool stop;                /* lock */
 	bool nudged;              /* lock */
 	uint64_t halted[NV_CLASS_COUNT]; /* lock: halted epoch per class, 0 none */
 	uint64_t live[NV_CLASS_COUNT];   /* lock */
+	/* The thread's: a failed restart of a halted class waits this long
+	 * (doubling to HALT_BACKOFF_MAX_NS) before the next attempt, so a
+	 * full disk or a store that stays away is not retried every pass. */
+	uint64_t halt_next_ns[NV_CLASS_COUNT], halt_backoff_ns[NV_CLASS_COUNT];
+	/* The thread's: after a settle that failed (a full disk, a store
+	 * away), settling waits settle_backoff_ns (doubling to
+	 * SETTLE_BACKOFF_MAX_NS); trim-checks go on meanwhile. */
+	uint64_t settle_next_ns, settle_backoff_ns;
 	struct meta_star reg;     /* the thread's */
 };
 
@@ -50,10 +59,10 @@ int auditor_gate_wait(struct auditor *a, struct gate_waiter *w)
 	int rc = 0;
 
 	pthread_mutex_lock(&a->lock);
-	while (!a->gate_open && !(w && w->cancelled) && !a->stop)
+	while (!a->gate_open && !(w && w->cancelled) && !a->stop && !a->gate_shut)
 		pthread_cond_wait(&a->gate_cond, &a->lock);
 	if (!a->gate_open)
-		rc = a->stop ? -ESHUTDOWN : -EINTR;
+		rc = a->stop || a->gate_shut ? -ESHUTDOWN : -EINTR;
 	pthread_mutex_unlock(&a->lock);
 	return rc;
 }
@@ -62,6 +71,14 @@ void auditor_gate_cancel(struct auditor *a, struct gate_waiter *w)
 {
 	pthread_mutex_lock(&a->lock);
 	w->cancelled = true;
+	pthread_cond_broadcast(&a->gate_cond);
+	pthread_mutex_unlock(&a->lock);
+}
+
+void auditor_gate_shut(struct auditor *a)
+{
+	pthread_mutex_lock(&a->lock);
+	a->gate_shut = true;
 	pthread_cond_broadcast(&a->gate_cond);
 	pthread_mutex_unlock(&a->lock);
 }
@@ -152,13 +169,15 @@ static int collect(void *arg, const struct meta_chain *c, uint64_t ver)
 }
 
 /* Settle every due chain.  Returns the number still unsettled (due but
- * failed, or not ours to settle), or -errno when the scan failed. */
-static int settle_due_chains(struct auditor *a, int *failed)
+ * failed, or not ours to settle), or -errno when the scan failed;
+ * *last_err gets the error of the last chain that failed (0: none). */
+static int settle_due_chains(struct auditor *a, int *failed, int *last_err)
 {
 	struct scan s = { .a = a };
 	int rc, pending = 0;
 
 	*failed = 0;
+	*last_err = 0;
 	rc = meta_chain_list(a->cfg.recover.kv, collect, &s);
 	if (rc) {
 		free(s.due);
@@ -173,6 +192,7 @@ static int settle_due_chains(struct auditor *a, int *failed)
 		}
 		rc = recover_chain(&a->cfg.recover, c->cls, c->star, c->epoch);
 		if (rc) {
+			*last_err = rc;
 			(*failed)++;
 			pending++;
 		}
@@ -201,21 +221,37 @@ static bool predecessors_settled(struct auditor *a)
 	return ok;
 }
 
+#define HALT_BACKOFF_MAX_NS (30 * NV_NS_PER_S)
+
 /* Give each halted class back to the star (which quiesces the chain,
- * settles its epoch and starts a new one).  Returns how many failed. */
+ * settles its epoch and starts a new one), each failed class again only
+ * after its back-off.  Returns how many failed. */
 static int handle_halts(struct auditor *a)
 {
 	int failed = 0;
 
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
-		uint64_t epoch, e;
+		uint64_t epoch, e, now = nv_now_mono_ns();
 
 		pthread_mutex_lock(&a->lock);
 		epoch = a->halted[cls];
 		pthread_mutex_unlock(&a->lock);
 		if (!epoch || !a->cfg.halted)
 			continue;
+		if (now < a->halt_next_ns[cls]) {
+			failed++; /* still backing off */
+			continue;
+		}
 		e = a->cfg.halted(a->cfg.arg, cls, epoch);
+		if (e) {
+			a->halt_backoff_ns[cls] = 0;
+		} else {
+			uint64_t b = a->halt_backoff_ns[cls] ? a->halt_backoff_ns[cls] * 2
+							    : NV_NS_PER_S;
+
+			a->halt_backoff_ns[cls] = b > HALT_BACKOFF_MAX_NS ? HALT_BACKOFF_MAX_NS : b;
+			a->halt_next_ns[cls] = nv_now_mono_ns() + a->halt_backoff_ns[cls];
+		}
 		pthread_mutex_lock(&a->lock);
 		if (e) {
 			a->halted[cls] = 0;
@@ -267,11 +303,31 @@ static bool settle_cancelled(void *arg)
 	return stopping(arg);
 }
 
+#define SETTLE_BACKOFF_MAX_NS (60 * NV_NS_PER_S)
+
+/* After a settle pass: a failure pushes the next one back (doubling),
+ * a clean pass clears the back-off. */
+static void settle_backoff(struct auditor *a, bool failed)
+{
+	uint64_t b;
+
+	if (!failed) {
+		a->settle_backoff_ns = 0;
+		return;
+	}
+	b = a->settle_backoff_ns ? a->settle_backoff_ns * 2 : NV_NS_PER_S;
+	a->settle_backoff_ns = b > SETTLE_BACKOFF_MAX_NS ? SETTLE_BACKOFF_MAX_NS : b;
+	a->settle_next_ns = nv_now_mono_ns() + a->settle_backoff_ns;
+	nv_log(NV_INFO, NV_SUB_SETTLE, "settling failed; next attempt in %llu s",
+	       (unsigned long long)(a->settle_backoff_ns / NV_NS_PER_S));
+}
+
 /* The group settle and trim-check over every chain we may settle. */
 static void settle_pass(struct auditor *a)
 {
 	struct pass p = { .a = a };
 	uint64_t now = nv_now_wall_ns();
+	bool may_settle = nv_now_mono_ns() >= a->settle_next_ns, settle_failed = false;
 	int rc = meta_chain_list(a->cfg.recover.kv, collect_all, &p);
 
 	for (size_t i = 0; !rc && i < p.n && !stopping(a); i++) {
@@ -282,16 +338,20 @@ static void settle_pass(struct auditor *a)
 		own_head = !strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
 			   a->halted[c->cls] != c->epoch;
 		pthread_mutex_unlock(&a->lock);
-		if (c->state == CHAIN_SETTLED || own_head) {
+		if (may_settle && (c->state == CHAIN_SETTLED || own_head)) {
 			/* Several eras may be due; bounded per pass. */
 			for (int k = 0; k < 16 && !stopping(a); k++) {
 				struct meta_chain fresh;
 				uint64_t v;
+				int sr;
 
 				if (meta_chain_get(a->cfg.recover.kv, c->cls, c->star, c->epoch,
 						   &fresh, &v))
 					break;
-				if (settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns()) != 1)
+				sr = settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns());
+				if (sr < 0 && sr != -ESHUTDOWN)
+					settle_failed = true;
+				if (sr != 1)
 					break;
 			}
 		}
@@ -305,6 +365,8 @@ static void settle_pass(struct auditor *a)
 		}
 	}
 	free(p.chains);
+	if (may_settle)
+		settle_backoff(a, settle_failed);
 	if (!rc) {
 		int r = trim_reclaim(&a->cfg.trim, nv_now_wall_ns());
 
@@ -316,28 +378,68 @@ static void settle_pass(struct auditor *a)
 	}
 }
 
+/* How often a recovery that cannot finish says so (issue: at least
+ * once a minute). */
+#define STUCK_LOG_NS (60 * NV_NS_PER_S)
+
+/*
+ * The gate is still closed after a duty pass that failed: say why, and
+ * what would unblock it, the first time and then once a minute
+ * (*last_ns: the last line's time, 0 none).
+ */
+static void log_stuck(struct auditor *a, int pending, int failed, int last_err,
+		      uint64_t retry_ns, uint64_t *last_ns)
+{
+	uint64_t now = nv_now_mono_ns();
+
+	if (*last_ns && now - *last_ns < STUCK_LOG_NS)
+		return;
+	*last_ns = now;
+	if (pending < 0)
+		nv_log(NV_WARN, NV_SUB_RECOVER,
+		       "star %s: recovery cannot finish: listing the chains in the metastore "
+		       "failed (%s); streams wait at the gate.  To unblock it: make the "
+		       "metastore (-o meta=) readable again; retrying in %llu s",
+		       a->star, strerror(-pending), (unsigned long long)(retry_ns / NV_NS_PER_S));
+	else
+		nv_log(NV_WARN, NV_SUB_RECOVER,
+		       "star %s: recovery cannot finish: %d earlier epoch(s) could not be "
+		       "settled (last error: %s); streams wait at the gate.  To unblock it: "
+		       "make the object store (-o store=, express=) answer GET and PUT again "
+		       "(network, credentials, a full disk, store_faults), or stop the daemon "
+		       "(requests at the gate then fail with EIO); retrying in %llu s",
+		       a->star, failed, strerror(last_err ? -last_err : EIO),
+		       (unsigned long long)(retry_ns / NV_NS_PER_S));
+}
+
 static void *auditor_main(void *arg)
 {
 	struct auditor *a = arg;
 	uint64_t backoff = NV_NS_PER_S, last_beat = 0, last_janitor = 0, next_duty = 0;
+	uint64_t last_stuck = 0;
+	bool duty_failed = false;
 
 	heartbeat(a);
 	last_beat = nv_now_mono_ns();
 	pthread_mutex_lock(&a->lock);
 	while (!a->stop) {
-		int failed = 0, hfail, pending;
+		int failed = 0, hfail, pending, last_err = 0;
 		uint64_t wait = a->cfg.janitor_ns;
 		struct timespec ts;
 
 		bool duty;
 
-		duty = a->nudged || !a->gate_open || nv_now_mono_ns() >= next_duty;
+		/* A closed gate retries at once after a clean pass (another
+		 * star's head may settle any moment), after a failure only
+		 * when the back-off is over. */
+		duty = a->nudged || (!a->gate_open && !duty_failed) ||
+		       nv_now_mono_ns() >= next_duty;
 		a->nudged = false;
 		pthread_mutex_unlock(&a->lock);
 		hfail = handle_halts(a);
 		pending = 0;
 		if (duty) {
-			pending = settle_due_chains(a, &failed);
+			pending = settle_due_chains(a, &failed, &last_err);
 			last_janitor = nv_now_mono_ns();
 		}
 		failed += hfail;
@@ -358,8 +460,12 @@ static void *auditor_main(void *arg)
 			       "serving streams", a->star);
 		}
 		if (duty) {
-			if (failed || pending < 0) {
+			duty_failed = failed || pending < 0;
+			if (duty_failed) {
 				next_duty = last_janitor + backoff;
+				if (!auditor_gate_is_open(a))
+					log_stuck(a, pending, failed, last_err, backoff,
+						  &last_stuck);
 				backoff = backoff * 2 > 30 * NV_NS_PER_S ? 30 * NV_NS_PER_S
 									 : backoff * 2;
 			} else {

@@ -76,5 +76,9 @@ bool auditor_gate_is_open(struct auditor *a);
 int auditor_gate_wait(struct auditor *a, struct gate_waiter *w)
 	__attribute__((warn_unused_result));
 void auditor_gate_cancel(struct auditor *a, struct gate_waiter *w);
+/* The daemon is stopping: every wait in progress, and every later one
+ * while the gate is closed, returns -ESHUTDOWN (idempotent; the
+ * settling goes on until auditor_free()). */
+void auditor_gate_shut(struct auditor *a);
 
 #endif

@@ -409,9 +409,24 @@ static void release_ready_locked(struct chain *c)
 	pthread_cond_broadcast(&c->drain_cond);
 }
 
+/*
+ * What a writer is told when the store's own retries (put_timeout_s)
+ * are over: a transient store error becomes EIO, since EAGAIN would make
+ * a writer busy-loop on a store that stays away (novafs(8), ERRORS); a
+ * full store stays ENOSPC.
+ */
+static int writer_errno(int err)
+{
+	if (err == -ENOSPC || err == -EDQUOT || !store_err_transient(err))
+		return err;
+	return -EIO;
+}
+
 /* Halt: from slot on, nothing can be acked (chain.h). */
 static void halt_locked(struct chain *c, uint64_t slot, int err)
 {
+	int werr = writer_errno(err);
+
 	if (!c->halted || slot < c->halt_slot) {
 		if (!c->halted)
 			nv_log(NV_ERR, NV_SUB_CHAIN,
@@ -419,7 +434,7 @@ static void halt_locked(struct chain *c, uint64_t slot, int err)
 			       "fail until a new epoch starts", nv_class_name(c->cfg.cls),
 			       (unsigned long long)c->cfg.epoch, (unsigned long long)slot,
 			       strerror(-err));
-		c->halted = err;
+		c->halted = werr;
 		c->halt_slot = slot;
 	}
 	/* Fail the queued flights no worker took, and the open one. */
@@ -435,7 +450,7 @@ static void halt_locked(struct chain *c, uint64_t slot, int err)
 
 		c->open = NULL;
 		pthread_mutex_unlock(&c->lock);
-		fail_flight(c, f, err);
+		fail_flight(c, f, werr);
 		pthread_mutex_lock(&c->lock);
 	}
 }

@@ -200,10 +200,17 @@ static int warm_copy(void *arg, struct store *copy)
 			return rc;
 		unreserve(w->fc, COPY_CHUNK - got);
 		w->held -= COPY_CHUNK - got;
-		if (got && pwrite(w->fd, w->buf, got, (off_t)w->off) != (ssize_t)got) {
-			rc = errno ? -errno : -EIO;
-			nv_log(NV_ERR, NV_SUB_SETTLE, "fetch cache %s: %s", w->tmp, strerror(-rc));
-			return rc;
+		if (got) {
+			static struct nv_ratelimit rl; /* a full disk fails every copy */
+			ssize_t n = pwrite(w->fd, w->buf, got, (off_t)w->off);
+
+			if (n != (ssize_t)got) {
+				/* A short write is a full file system. */
+				rc = n < 0 ? -errno : -ENOSPC;
+				nv_log_ratelimited(&rl, NV_ERR, NV_SUB_SETTLE, "fetch cache %s: %s",
+						   w->tmp, strerror(-rc));
+				return rc;
+			}
 		}
 		w->off += got;
 		if (got < COPY_CHUNK)

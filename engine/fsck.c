@@ -30,9 +30,16 @@ struct pair {
 	uint64_t epoch, slot, stream;
 	uint8_t cls;
 	uint8_t covered;
+	uint8_t marked; /* the slot lies inside a batch marker of its chain */
 	struct pair *hnext; /* the next pair with the same digest */
 	char star[META_STAR_MAX + 1];
 	uint64_t first_seq, end_seq; /* the stream's records in the slot */
+	uint64_t first_byte, end_byte; /* ... and their stream bytes */
+};
+
+/* A batch marker's slot range [a, b), per chain (check_chains()). */
+struct span {
+	uint64_t a, b;
 };
 
 struct objkey {
@@ -50,6 +57,10 @@ struct fsck {
 	struct meta_chain *chains;
 	size_t nchains, cap;
 	struct u64map *pairs; /* digest -> first struct pair (owned, as the chain) */
+	uint64_t *present;    /* the chain being checked: its slots in the store, ascending */
+	size_t npresent, prescap;
+	struct span *marks;   /* ... and its markers' slot ranges, ascending */
+	size_t nmarks, markcap;
 };
 
 /* Initial size of the pair map (it grows by doubling). */
@@ -72,6 +83,63 @@ static void say(struct fsck *f, bool violation, const char *fmt, ...)
 		f->sum->notes++;
 	if (f->o->report)
 		f->o->report(f->o->arg, violation, line);
+}
+
+/* "bucket/name" of a stream, for the findings (its row may be gone). */
+static void stream_label(struct fsck *f, uint64_t id, char *buf, size_t cap)
+{
+	struct meta_stream s;
+
+	if (meta_stream_get(f->kv, id, &s, NULL) == 0)
+		snprintf(buf, cap, "%s/%s", s.bucket, s.name);
+	else
+		snprintf(buf, cap, "stream %" PRIu64 " (no row)", id);
+}
+
+static void progress(struct fsck *f, const char *phase, uint64_t done, uint64_t total)
+{
+	if (f->o->progress)
+		f->o->progress(f->o->arg, phase, done, total);
+}
+
+/* Append v to a growing array of n (capacity *cap) elements of size sz. */
+static int grow_push(void **arr, size_t *n, size_t *cap, size_t sz, const void *v)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		void *p = realloc(*arr, ncap * sz);
+
+		if (!p)
+			return -ENOMEM;
+		*arr = p;
+		*cap = ncap;
+	}
+	memcpy((char *)*arr + *n * sz, v, sz);
+	(*n)++;
+	return 0;
+}
+
+static bool slot_present(const struct fsck *f, uint64_t slot)
+{
+	size_t lo = 0, hi = f->npresent;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->present[mid] < slot)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < f->npresent && f->present[lo] == slot;
+}
+
+static bool slot_marked(const struct fsck *f, uint64_t slot)
+{
+	for (size_t i = 0; i < f->nmarks; i++)
+		if (slot >= f->marks[i].a && slot < f->marks[i].b)
+			return true;
+	return false;
 }
 
 /* ------------------------------------------------------------ pair set */
@@ -264,6 +332,8 @@ static int slot_visit(void *arg, const char *key, uint64_t size)
 	if (slot < s->cur->trimmed)
 		say(f, true, "%s: live slot below the trimmed cursor %" PRIu64, key,
 		    s->cur->trimmed);
+	if (grow_push((void **)&f->present, &f->npresent, &f->prescap, sizeof(slot), &slot))
+		return -ENOMEM;
 	if (c->state != CHAIN_LIVE && slot == c->cut && size == CHAIN_FENCE_SIZE)
 		return 0; /* the fence recovery put there */
 	if (c->state == CHAIN_SETTLED && slot >= c->cut)
@@ -311,6 +381,29 @@ static int mark_visit(void *arg, const struct meta_marker *m)
 		    nv_class_name(c->cls), c->star, c->epoch, m->first_slot, s->cur->rewritten);
 	if (m->end_slot > s->next)
 		s->next = m->end_slot;
+	{
+		struct span sp = { m->first_slot, m->end_slot };
+
+		if (grow_push((void **)&s->f->marks, &s->f->nmarks, &s->f->markcap, sizeof(sp),
+			      &sp))
+			return -ENOMEM;
+	}
+	/* Its slots must be in the store (those not yet trimmed). */
+	for (uint64_t slot = m->first_slot; slot < m->end_slot && slot < c->checkpoint; slot++) {
+		char who[META_BUCKET_NAME_MAX + META_STREAM_NAME_MAX + 32] = "no stream";
+
+		if (slot < s->cur->trimmed || slot_present(s->f, slot))
+			continue;
+		if (m->nstreams)
+			stream_label(s->f, m->streams[0].stream_id, who, sizeof(who));
+		say(s->f, true, "chain %s/%s/%" PRIu64 ": the batch marker [%" PRIu64 ", %" PRIu64
+				") names slot %" PRIu64 ", which is missing from the store (%u "
+				"stream(s), first %s from seq %" PRIu64 ", %" PRIu64 " bytes)",
+		    nv_class_name(c->cls), c->star, c->epoch, m->first_slot, m->end_slot, slot,
+		    m->nstreams, who, m->nstreams ? m->streams[0].first_seq : 0,
+		    m->nstreams ? m->streams[0].bytes : 0);
+		break;
+	}
 	return 0;
 }
 
@@ -354,7 +447,10 @@ static int chain_footers(struct fsck *f, const struct meta_chain *c,
 			if (!p->end_seq) {
 				p->first_seq = e.first_seq;
 				p->end_seq = e.first_seq;
+				p->first_byte = e.first_byte;
+				p->marked = slot_marked(f, slot);
 			}
+			p->end_byte = e.first_byte + bundle_entry_body_bytes(&e);
 			if (e.first_seq != p->end_seq)
 				say(f, true, "%s: stream %" PRIu64 " entries not contiguous at seq %" PRIu64,
 				    key, e.stream_id, e.first_seq);
@@ -381,6 +477,9 @@ static int check_chains(struct fsck *f)
 		uint64_t head;
 
 		f->sum->chains++;
+		f->npresent = 0;
+		f->nmarks = 0;
+		progress(f, "chains", i, f->nchains);
 		rc = meta_cursors_get(f->kv, c->cls, c->star, c->epoch, &cur, &curver);
 		if (rc == -EBADMSG) {
 			say(f, true, "chain %s/%s/%" PRIu64 ": cursor row fails to decode",
@@ -611,6 +710,8 @@ static int stream_visit(void *arg, const struct meta_stream *s)
 	struct ref_scan rs = { .f = f, .s = s, .first = true };
 
 	f->sum->streams++;
+	if (f->sum->streams % 256 == 0)
+		progress(f, "streams", f->sum->streams, 0);
 	return meta_ref_list(f->kv, s->id, 0, 0, ref_visit, &rs);
 }
 
@@ -634,6 +735,55 @@ static bool settled_or_gone(struct fsck *f, const struct pair *p)
 	return ok;
 }
 
+static void integrity_problem(void *arg, const char *problem)
+{
+	say(arg, true, "metastore %s: %s", kv_name(((struct fsck *)arg)->kv), problem);
+}
+
+/* The metastore's own check first: a damaged database can make every
+ * later read fail.  0, or a violation said and 0: the rest still runs. */
+static void check_metastore(struct fsck *f)
+{
+	int rc;
+
+	progress(f, "metastore", 0, 0);
+	rc = kv_integrity_check(f->kv, integrity_problem, f);
+	if (rc == -ENOTSUP)
+		say(f, false, "metastore %s: the backend has no integrity check",
+		    kv_name(f->kv));
+	else if (rc)
+		say(f, true, "metastore %s: the integrity check could not run: %s",
+		    kv_name(f->kv), strerror(-rc));
+}
+
+/* A stream's records in a slot that no ref covers, or (unsettled) that
+ * no batch marker covers. */
+static void check_pairs(struct fsck *f)
+{
+	size_t cur = 0;
+	void *v;
+
+	while (u64map_next(f->pairs, &cur, NULL, &v)) {
+		for (struct pair *p = v; p; p = p->hnext) {
+			char who[META_BUCKET_NAME_MAX + META_STREAM_NAME_MAX + 32];
+			const char *what;
+
+			if (p->end_seq == 0 || (p->covered && p->marked))
+				continue;
+			if (settled_or_gone(f, p))
+				continue;
+			what = !p->covered ? "are covered by no ref"
+					   : "are in no batch marker and not settled (the marker "
+					     "is lost: they would never settle)";
+			stream_label(f, p->stream, who, sizeof(who));
+			say(f, true, "%s: records %" PRIu64 "..%" PRIu64 ", bytes [%" PRIu64
+				     ", %" PRIu64 ") in chain %s/%s/%" PRIu64 " slot %" PRIu64 " %s",
+			    who, p->first_seq, p->end_seq - 1, p->first_byte, p->end_byte,
+			    nv_class_name(p->cls), p->star, p->epoch, p->slot, what);
+		}
+	}
+}
+
 int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
 	     struct fsck_summary *sum)
 {
@@ -641,25 +791,14 @@ int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
+	check_metastore(&f);
 	rc = store_list(store, "streams/", NULL, obj_collect, &f);
 	if (!rc)
 		rc = check_chains(&f);
 	if (!rc)
 		rc = meta_stream_list_all(kv, stream_visit, &f);
-	if (!rc && f.pairs) {
-		size_t cur = 0;
-		void *v;
-
-		while (u64map_next(f.pairs, &cur, NULL, &v)) {
-			for (struct pair *p = v; p; p = p->hnext)
-				if (!p->covered && p->end_seq > 0 && !settled_or_gone(&f, p))
-					say(&f, true, "chain %s/%s/%" PRIu64 " slot %" PRIu64
-						      ": records %" PRIu64 "..%" PRIu64 " of stream %" PRIu64
-						      " are covered by no ref",
-					    nv_class_name(p->cls), p->star, p->epoch, p->slot,
-					    p->first_seq, p->end_seq - 1, p->stream);
-		}
-	}
+	if (!rc && f.pairs)
+		check_pairs(&f);
 	/* Every settled object is named by a catalog row or queued for
 	 * reclamation; anything else leaked. */
 	if (!rc)
@@ -672,5 +811,7 @@ int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
 	free(f.objs);
 	pairs_free(&f);
 	free(f.chains);
+	free(f.present);
+	free(f.marks);
 	return rc;
 }

@@ -8,6 +8,8 @@
  * store: its cursors move under the check.
  *
  * Checks:
+ *   metastore the backend's own integrity check (kv_integrity_check():
+ *            SQLite's PRAGMA integrity_check), each problem a violation
  *   chains   each row decodes; no epoch above its mint head; at most one
  *            LIVE epoch per (class, star), and it is the head (a LIVE or
  *            FENCED epoch on an unmounted store is reported as
@@ -16,7 +18,10 @@
  *            slot below trimmed; a SETTLED chain has no slot at or above
  *            its cut (garbage an earlier recovery should have reaped)
  *   markers  ascending and disjoint per chain, inside [rewritten,
- *            checkpoint), covering every slot there
+ *            checkpoint); every slot a marker names is in the store; a
+ *            stream's records in [rewritten, checkpoint) outside every
+ *            marker are settled, trimmed or deleted (a lost marker would
+ *            leave them unsettled forever)
  *   refs     per stream: contiguous in seq and byte from the trim point,
  *            each with its byte-index twin; every slot entry names an
  *            existing slot whose footer verifies and whose entries for
@@ -45,6 +50,9 @@ struct fsck_opts {
 	bool full; /* verify every referenced chunk, not only footers */
 	/* Report one finding (borrowed text); violation=false for notes. */
 	void (*report)(void *arg, bool violation, const char *text);
+	/* Optional: called as the check goes (phase "chains" or "streams",
+	 * done of total; total 0 when unknown). */
+	void (*progress)(void *arg, const char *phase, uint64_t done, uint64_t total);
 	void *arg;
 };
 
@@ -53,7 +61,8 @@ struct fsck_summary {
 	uint64_t notes, violations;
 };
 
-/* Run every check.  0 when the check ran to the end (look at
+/* Every violation that concerns records names the stream (bucket/name)
+ * and its seq and byte range.  Run every check.  0 when the check ran to the end (look at
  * summary->violations), or the first store/kv error that stopped it. */
 int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
 	     struct fsck_summary *sum) __attribute__((warn_unused_result));

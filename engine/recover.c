@@ -227,7 +227,8 @@ static int fence(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t
 		chain_fence_encode(f, row->epoch, slot);
 		rc = r_store(cfg, &(struct r_call){ .op = R_PUT, .key = key, .iov = &iov,
 						    .iovcnt = 1,
-						    .flags = STORE_CREATE_ONCE | STORE_EVERYWHERE });
+						    .flags = STORE_CREATE_ONCE | STORE_EVERYWHERE |
+							     STORE_RESERVE });
 		if (rc == -EEXIST)
 			continue; /* landed meanwhile: look again */
 		if (rc)

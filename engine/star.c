@@ -318,6 +318,10 @@ static int open_stack(struct star *st)
 		else if (why.part == STACK_META)
 			nv_log(NV_ERR, NV_SUB_MAIN, "opening the metastore failed: %s",
 			       strerror(-rc));
+		else if (why.part == STACK_FAULTS)
+			nv_log(NV_ERR, NV_SUB_MAIN, "-o store_faults=%s (or NOVAFS_STORE_FAULTS): "
+			       "%s: items KEY=VALUE joined by ':' (see novafs --help)", why.url,
+			       strerror(-rc));
 		return rc;
 	}
 	st->store = stk.store;
@@ -411,6 +415,8 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 		rc = datadir_star_id(st->data_dir, cfg->star_id, st->id);
 	if (!rc)
 		rc = open_stack(st);
+	if (!rc)
+		rc = kv_claim(st->kv); /* logged */
 	if (rc)
 		goto fail;
 	st->recover.store = st->store;
@@ -582,6 +588,12 @@ void star_gate_cancel(struct star *st, struct gate_waiter *w)
 {
 	if (st->auditor)
 		auditor_gate_cancel(st->auditor, w);
+}
+
+void star_gate_shut(struct star *st)
+{
+	if (st && st->auditor)
+		auditor_gate_shut(st->auditor);
 }
 
 int star_stream_lookup(struct star *st, const char *bucket, const char *name,

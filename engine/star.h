@@ -174,6 +174,10 @@ int star_bucket_set_owner(struct star *st, const char *name, const struct meta_o
 int star_gate_wait(struct star *st, struct gate_waiter *w) __attribute__((warn_unused_result));
 bool star_gate_is_open(struct star *st);
 void star_gate_cancel(struct star *st, struct gate_waiter *w);
+/* Stopping: answer every request at the closed gate, now and later,
+ * with -ESHUTDOWN (EIO to the caller), so the session loop can be
+ * joined although recovery cannot finish.  NULL st is a no-op. */
+void star_gate_shut(struct star *st);
 
 /* ------------------------------------------------------------ streams */
 

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "fs/xattr.h"
+#include "src/base/log.h"
 #include "src/base/names.h"
 
 #include <errno.h>
@@ -151,8 +152,8 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 	}
 }
 
-int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
-		 const char *value, size_t size)
+static int xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
+		     const char *value, size_t size)
 {
 	const char *const *known;
 	const char *n;
@@ -217,4 +218,23 @@ int fs_xattr_list(const struct fs_xattr_target *t, struct nv_buf *out)
 			return rc;
 	}
 	return 0;
+}
+
+/* fs_xattr_set(): xattr_set(), and a refused administration (EPERM,
+ * EINVAL, ENOTEMPTY) logged at info level, rate-limited (src/base/log.h),
+ * naming the attribute and the stream or bucket. */
+int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
+		 const char *value, size_t size)
+{
+	static struct nv_ratelimit rl;
+	int rc = xattr_set(st, t, name, value, size);
+
+	if (rc == -EPERM || rc == -EINVAL || rc == -ENOTEMPTY)
+		nv_log_ratelimited(&rl, NV_INFO, NV_SUB_FS, "setxattr %s=%.*s on %s%s%s refused: %s",
+				   name, (int)(size < 64 ? size : 64), value,
+				   t->kind == FS_NODE_STREAM ? t->stream->bucket
+				   : t->kind == FS_NODE_BUCKET ? t->bucket : "the root",
+				   t->kind == FS_NODE_STREAM ? "/" : "",
+				   t->kind == FS_NODE_STREAM ? t->stream->name : "", strerror(-rc));
+	return rc;
 }

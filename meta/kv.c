@@ -114,6 +114,18 @@ const char *kv_name(const struct kv *kv)
 	return kv->name;
 }
 
+int kv_claim(struct kv *kv)
+{
+	return kv->ops->claim ? kv->ops->claim(kv->be) : 0;
+}
+
+int kv_integrity_check(struct kv *kv, kv_problem_fn problem, void *arg)
+{
+	if (!kv->ops->integrity_check)
+		return -ENOTSUP;
+	return kv->ops->integrity_check(kv->be, problem, arg);
+}
+
 int kv_get(struct kv *kv, const void *key, size_t klen, struct nv_buf *val,
 	   uint64_t *ver)
 {

@@ -154,6 +154,26 @@ int kv_put(struct kv *kv, const void *key, size_t klen, const void *val,
 int kv_del(struct kv *kv, const void *key, size_t klen)
 	__attribute__((warn_unused_result));
 
+/*
+ * Claim the metastore for this daemon alone, for as long as kv is open.
+ * A backend made to be shared by several stars (a remote one) has no
+ * claim op and always succeeds; an embedded one (SQLite) refuses a
+ * second daemon with -EBUSY (logged) instead of letting both write.
+ * Tools that only read beside a daemon (novactl status) do not claim.
+ */
+int kv_claim(struct kv *kv) __attribute__((warn_unused_result));
+
+/*
+ * The backend's own consistency check (SQLite's PRAGMA
+ * integrity_check): problem is called once per problem found (text
+ * borrowed for the call).  0 (checked; no call means none found),
+ * -ENOTSUP when the backend has no such check, or -errno when the check
+ * could not run.
+ */
+typedef void (*kv_problem_fn)(void *arg, const char *problem);
+int kv_integrity_check(struct kv *kv, kv_problem_fn problem, void *arg)
+	__attribute__((warn_unused_result));
+
 /* ---------------------------------------------------------------------
  * Backend side: kv.c dispatches here, validates sizes and runs the
  * meta.commit failpoint.
@@ -182,6 +202,9 @@ struct kv_backend_ops {
 		     void *arg);
 	/* ops: compares first, then writes (kv.c orders them). */
 	int (*commit)(void *be, const struct kv_op *ops, size_t nops, uint64_t *rev);
+	/* Optional (NULL: not supported): kv_claim(), kv_integrity_check(). */
+	int (*claim)(void *be);
+	int (*integrity_check)(void *be, kv_problem_fn problem, void *arg);
 };
 
 /*

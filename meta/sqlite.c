@@ -55,11 +55,15 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 /* Reader connections: enough for the absorb, settle and read paths of one
  * star to look up rows at once; more only costs file descriptors and
@@ -139,6 +143,7 @@ struct sq_conn {
  */
 struct sq_be {
 	char *path; /* immutable */
+	int claim_fd; /* the flock of PATH-lock (sq_claim()); -1: not claimed */
 
 	pthread_mutex_t wlock;
 	struct sq_conn w;  /* protected by wlock */
@@ -427,8 +432,80 @@ static void sq_close(void *vbe)
 	pthread_cond_destroy(&be->rcond);
 	pthread_mutex_destroy(&be->rlock);
 	pthread_mutex_destroy(&be->wlock);
+	if (be->claim_fd >= 0)
+		close(be->claim_fd);
 	free(be->path);
 	free(be);
+}
+
+/*
+ * kv_claim(): an flock on PATH-lock, beside the database (SQLite's own
+ * locks are per transaction; two daemons would both run, and wait on
+ * each other's commits).  The lock goes with the process.
+ */
+static int sq_claim(void *vbe)
+{
+	struct sq_be *be = vbe;
+	char lock[4096 + 8];
+	int fd;
+
+	if (be->claim_fd >= 0)
+		return 0;
+	snprintf(lock, sizeof(lock), "%s-lock", be->path);
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = errno;
+
+		nv_log(NV_ERR, NV_SUB_META, "sqlite %s: lock %s: %s", be->path, lock, strerror(e));
+		return -e;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int e = errno == EWOULDBLOCK ? EBUSY : errno;
+
+		close(fd);
+		nv_log(NV_ERR, NV_SUB_META, "sqlite %s is in use by another novafs daemon (it "
+		       "holds %s): an embedded metastore serves one daemon; give each its own "
+		       "-o meta= (or data_dir)", be->path, lock);
+		return -e;
+	}
+	be->claim_fd = fd;
+	return 0;
+}
+
+/* kv_integrity_check(): PRAGMA integrity_check on the writer
+ * connection, every row but a lone "ok" a problem. */
+static int sq_integrity_check(void *vbe, kv_problem_fn problem, void *arg)
+{
+	struct sq_be *be = vbe;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	writer_lock(be);
+	rc = sqlite3_prepare_v2(be->w.db, "PRAGMA integrity_check", -1, &st, NULL);
+	while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+		const char *row;
+
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_ROW)
+			break;
+		row = (const char *)sqlite3_column_text(st, 0);
+		if (row && strcmp(row, "ok"))
+			problem(arg, row);
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_OK) {
+		int code = rc & 0xff;
+
+		if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) {
+			problem(arg, sqlite3_errmsg(be->w.db));
+			rc = SQLITE_DONE;
+		}
+	}
+	rc = rc == SQLITE_DONE || rc == SQLITE_OK ? 0
+						: sqlite_to_errno(be->path, be->w.db, rc,
+								  "integrity_check");
+	sqlite3_finalize(st);
+	writer_unlock(be);
+	return rc;
 }
 
 /* ----------------------------------------------------------------------
@@ -674,6 +751,8 @@ static const struct kv_backend_ops sq_ops = {
 	.floor = sq_floor,
 	.range = sq_range,
 	.commit = sq_commit,
+	.claim = sq_claim,
+	.integrity_check = sq_integrity_check,
 };
 
 /*
@@ -712,6 +791,7 @@ int sqlite_kv_open(const char *path, struct kv **out)
 	be = calloc(1, sizeof(*be));
 	if (!be)
 		return -ENOMEM;
+	be->claim_fd = -1;
 	be->path = strdup(path);
 	if (!be->path) {
 		free(be);

@@ -1,7 +1,9 @@
 /*
  * novactl.c - the admin CLI beside the mount (novactl(8)).
  *
- *   novactl status [-o OPTS]          chains, epochs, cursors, backlog per star
+ *   novactl status [-o OPTS] [--json] a summary (mounted, buckets, streams,
+ *                                     bytes, settlement, problems), then
+ *                                     chains, epochs, cursors, backlog per star
  *   novactl fsck   [-o OPTS] [--full] check the invariants (engine/fsck.h);
  *                                     exit 1 on any violation
  *   novactl layout [-o OPTS] BUCKET/STREAM   the stream's full layout (JSON)
@@ -26,6 +28,7 @@
 #include "meta/cursors.h"
 #include "meta/kv.h"
 #include "meta/markers.h"
+#include "meta/refs.h"
 #include "meta/streams.h"
 #include "src/base/log.h"
 #include "src/base/paths.h"
@@ -33,12 +36,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 struct ctl {
@@ -47,14 +52,14 @@ struct ctl {
 	char meta_url[PATH_MAX + 8];
 	char express[4 * PATH_MAX];
 	char location[72];
-	bool full, force;
+	bool full, force, json;
 	struct stack stack; /* open_backends() */
 };
 
 static int usage(FILE *to)
 {
 	fprintf(to,
-		"usage: novactl status [-o OPTS]\n"
+		"usage: novactl status [-o OPTS] [--json]\n"
 		"       novactl fsck [-o OPTS] [--full] [--force]\n"
 		"       novactl layout [-o OPTS] BUCKET/STREAM\n"
 		"       novactl version\n"
@@ -201,10 +206,198 @@ static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
 	return 0;
 }
 
+/* ------------------------------------------------------------ summary */
+
+/* What `novactl status` opens with (and --json prints). */
+struct summary {
+	bool mounted;
+	uint64_t buckets, streams, deleted, bytes;
+	uint64_t chains, unsettled, crashed; /* crashed: below the mint head, not settled */
+	uint64_t markers, oldest_marker_ns;  /* unsettled batches; birth of the oldest */
+	uint64_t *ids;                       /* live stream ids (collected, then sized) */
+	size_t nids, idcap;
+	int err;                             /* the first error reading them */
+};
+
+static int sum_bucket(void *arg, const struct meta_bucket *b)
+{
+	(void)b;
+	((struct summary *)arg)->buckets++;
+	return 0;
+}
+
+static int sum_stream(void *arg, const struct meta_stream *st)
+{
+	struct summary *s = arg;
+
+	if (st->deleted_ns) {
+		s->deleted++;
+		return 0;
+	}
+	s->streams++;
+	if (s->nids == s->idcap) {
+		size_t ncap = s->idcap ? s->idcap * 2 : 256;
+		uint64_t *p = realloc(s->ids, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->ids = p;
+		s->idcap = ncap;
+	}
+	s->ids[s->nids++] = st->id;
+	return 0;
+}
+
+static int sum_marker(void *arg, const struct meta_marker *m)
+{
+	struct summary *s = arg;
+
+	s->markers++;
+	if (!s->oldest_marker_ns || m->birth_ns < s->oldest_marker_ns)
+		s->oldest_marker_ns = m->birth_ns;
+	return 0;
+}
+
+struct sum_chains {
+	struct meta_chain *v;
+	size_t n, cap;
+};
+
+static int sum_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
+{
+	struct sum_chains *sc = arg;
+
+	(void)ver;
+	if (sc->n == sc->cap) {
+		size_t ncap = sc->cap ? sc->cap * 2 : 16;
+		struct meta_chain *p = realloc(sc->v, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		sc->v = p;
+		sc->cap = ncap;
+	}
+	sc->v[sc->n++] = *ch;
+	return 0;
+}
+
+/* Is a daemon running on the data directory (its flock held)? */
+static bool data_dir_mounted(const struct ctl *c)
+{
+	char path[PATH_MAX + 8];
+	int fd;
+	bool held;
+
+	snprintf(path, sizeof(path), "%s/lock", c->data_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	held = flock(fd, LOCK_SH | LOCK_NB) != 0;
+	close(fd);
+	return held;
+}
+
+static int summarize(struct ctl *c, struct summary *s)
+{
+	struct kv *kv = c->stack.kv;
+	struct sum_chains sc = { 0 };
+	int rc;
+
+	s->mounted = data_dir_mounted(c);
+	rc = meta_bucket_list(kv, "", sum_bucket, s);
+	if (!rc)
+		rc = meta_stream_list_all(kv, sum_stream, s);
+	for (size_t i = 0; !rc && i < s->nids; i++) {
+		struct meta_ref r;
+		int e;
+
+		meta_ref_init(&r);
+		e = meta_ref_last(kv, s->ids[i], &r);
+		if (!e)
+			s->bytes += r.end_byte;
+		else if (e != -ENOENT)
+			rc = e;
+		meta_ref_clear(&r);
+	}
+	if (!rc)
+		rc = meta_chain_list(kv, sum_chain, &sc);
+	for (size_t i = 0; !rc && i < sc.n; i++) {
+		const struct meta_chain *ch = &sc.v[i];
+		uint64_t head = 0;
+
+		s->chains++;
+		if (ch->state != CHAIN_SETTLED) {
+			s->unsettled++;
+			if (!meta_mint_head(kv, ch->cls, ch->star, &head) && ch->epoch < head)
+				s->crashed++;
+		}
+		rc = meta_marker_list(kv, ch->cls, ch->star, ch->epoch, sum_marker, s);
+	}
+	free(sc.v);
+	free(s->ids);
+	s->ids = NULL;
+	return rc;
+}
+
+static void print_summary(const struct ctl *c, const struct summary *s)
+{
+	uint64_t now = (uint64_t)time(NULL) * 1000000000ull;
+	uint64_t age = s->oldest_marker_ns && now > s->oldest_marker_ns
+			       ? (now - s->oldest_marker_ns) / 1000000000ull : 0;
+
+	printf("novafs data directory %s: %s\n", c->data_dir,
+	       s->mounted ? "mounted (a novafs daemon holds its lock)" : "not mounted");
+	printf("  %" PRIu64 " buckets, %" PRIu64 " streams, %" PRIu64 " bytes", s->buckets,
+	       s->streams, s->bytes);
+	if (s->deleted)
+		printf(" (%" PRIu64 " deleted streams being reclaimed)", s->deleted);
+	printf("\n  settlement: %" PRIu64 " unsettled batch%s", s->markers,
+	       s->markers == 1 ? "" : "es");
+	if (s->markers)
+		printf(", the oldest %" PRIu64 " s old", age);
+	printf("; %" PRIu64 " chains, %" PRIu64 " not settled\n", s->chains, s->unsettled);
+	if (s->crashed)
+		printf("  problems: %" PRIu64 " epoch(s) of a crashed run wait for recovery (the "
+		       "next mount settles them)\n", s->crashed);
+	else
+		printf("  problems: none seen (novactl fsck checks everything)\n");
+	printf("\n");
+}
+
+static void print_summary_json(const struct ctl *c, const struct summary *s)
+{
+	json_t *o = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			      "data_dir", c->data_dir, "mounted", s->mounted,
+			      "buckets", (json_int_t)s->buckets, "streams", (json_int_t)s->streams,
+			      "deleted_streams", (json_int_t)s->deleted,
+			      "bytes", (json_int_t)s->bytes, "chains", (json_int_t)s->chains,
+			      "unsettled_chains", (json_int_t)s->unsettled,
+			      "crashed_epochs", (json_int_t)s->crashed,
+			      "unsettled_batches", (json_int_t)s->markers,
+			      "oldest_unsettled_batch_ns", (json_int_t)s->oldest_marker_ns);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	printf("%s\n", text ? text : "{}");
+	free(text);
+	json_decref(o);
+}
+
 static int cmd_status(struct ctl *c)
 {
 	struct status_arg a = { .c = c };
-	int rc = meta_chain_list(c->stack.kv, status_chain, &a);
+	struct summary sum = { 0 };
+	int rc = summarize(c, &sum);
+
+	if (rc) {
+		fprintf(stderr, "novactl: status: %s\n", strerror(-rc));
+		return 1;
+	}
+	if (c->json) {
+		print_summary_json(c, &sum);
+		return 0;
+	}
+	print_summary(c, &sum);
+	rc = meta_chain_list(c->stack.kv, status_chain, &a);
 
 	if (rc) {
 		fprintf(stderr, "novactl: status: %s\n", strerror(-rc));
@@ -222,13 +415,44 @@ static void fsck_report(void *arg, bool violation, const char *text)
 	printf("%s %s\n", violation ? "VIOLATION" : "note     ", text);
 }
 
+/* How often a progress line goes to a stderr that is not a terminal. */
+#define PROGRESS_LOG_S 5
+
+/*
+ * fsck's progress: on a terminal one line rewritten in place (stderr, so
+ * the report on stdout stays clean); otherwise a line every
+ * PROGRESS_LOG_S seconds.
+ */
+static void fsck_progress(void *arg, const char *phase, uint64_t done, uint64_t total)
+{
+	static time_t last;
+	static int tty = -1;
+	time_t now = time(NULL);
+
+	(void)arg;
+	if (tty < 0)
+		tty = isatty(STDERR_FILENO);
+	if (!tty && now - last < PROGRESS_LOG_S)
+		return;
+	last = now;
+	if (total)
+		fprintf(stderr, "%sfsck: %s %" PRIu64 "/%" PRIu64 "%s", tty ? "\r\033[K" : "",
+			phase, done, total, tty ? "" : "\n");
+	else
+		fprintf(stderr, "%sfsck: %s %" PRIu64 "%s", tty ? "\r\033[K" : "", phase, done,
+			tty ? "" : "\n");
+}
+
 static int cmd_fsck(struct ctl *c)
 {
-	struct fsck_opts o = { .full = c->full, .report = fsck_report };
+	struct fsck_opts o = { .full = c->full, .report = fsck_report,
+			       .progress = fsck_progress };
 	struct fsck_summary s;
 	int rc;
 
 	rc = fsck_run(c->stack.store, c->stack.kv, &o, &s);
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "\r\033[K");
 	printf("fsck: %" PRIu64 " chains, %" PRIu64 " slots, %" PRIu64 " markers, %" PRIu64
 	       " streams, %" PRIu64 " refs, %" PRIu64 " settled objects",
 	       s.chains, s.slots, s.markers, s.streams, s.refs, s.objects);
@@ -304,6 +528,8 @@ int main(int argc, char **argv)
 			c.full = true;
 		} else if (!strcmp(argv[i], "--force")) {
 			c.force = true;
+		} else if (!strcmp(argv[i], "--json") && !strcmp(cmd, "status")) {
+			c.json = true;
 		} else if (!strcmp(cmd, "layout") && !arg) {
 			arg = argv[i];
 		} else {

@@ -1,13 +1,14 @@
 /*
- * novafs.c - the mount daemon: `novafs [-f] [-o opt,...] MOUNTPOINT`.
+ * novafs.c - the mount daemon: `novafs [-f] [-o opt,...] [SOURCE] MOUNTPOINT`.
  *
- * For: parsing options, starting the engine (engine/star.h) and the FUSE
- * session (fs/fs.h), daemonizing, and the graceful close when the
+ * For: the command line (its options are src/options.h's table),
+ * starting the engine (engine/star.h) and the FUSE session (fs/fs.h),
+ * daemonizing and logging, signals, and the graceful close when the
  * filesystem is unmounted or the daemon is signalled.  Not for: engine
  * or filesystem logic.
  *
- * Start-up order (main()): parse_args() -> check_options() and
- * setup_process() -> daemonize() (the parent waits for the child's
+ * Start-up order (main()): parse_args() (opts_parse(), opts_check()) ->
+ * setup_process() (check_mountpoint()) -> daemonize() (the parent waits for the child's
  * verdict on a pipe, so start-up errors reach the terminal) ->
  * start_engine() (recovery runs in star_open()) -> mount_and_serve().
  * Shut-down order (mount_and_serve(), then teardown()): the loop ends ->
@@ -15,17 +16,13 @@
  * device is open -> unmount -> free.
  *
  * Invariants:
- *  1. Every novafs option is one line of NOVAFS_OPTIONS below: the
- *     struct, the fuse_opt table, --help, the range check and the mapping
- *     to struct star_cfg / struct fs_cfg are generated from it, so an
- *     option cannot be parsed without being documented, checked and
- *     applied.  tests/integration/t_options.sh checks that novafs(8)
- *     documents exactly these options, with the same defaults.
- *  2. A default is written once, in the option's own unit; the engine
- *     sees it multiplied by the option's unit factor, never converted
- *     back (no lossy round trip).
- *  3. The parent of a daemonizing start exits with the child's verdict:
- *     0 only once the filesystem is mounted.
+ *  1. Every option is one line of NOVAFS_OPTIONS (src/options.h).
+ *  2. The parent of a daemonizing start exits with the child's verdict:
+ *     0 only once the filesystem is mounted (what mount(8) and
+ *     mount.fuse3 wait for).
+ *  3. Until detach() stderr is the terminal: every start-up refusal is
+ *     said there; after it, a log file (-o log, or DATA_DIR/novafs.log
+ *     without a syslog socket) or syslog gets the lines.
  */
 #include "config.h"
 #include "engine/star.h"
@@ -34,13 +31,13 @@
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
 #include "src/base/paths.h"
+#include "src/options.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
 #include <fcntl.h>
-#include <fuse_opt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -51,326 +48,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------------ options */
-
-/*
- * The option table, in --help order.  Two kinds of line:
- *
- *   NUM(name, type, meta, default, lo, hi, unit, to, help)
- *     type     u (unsigned, parsed "%u"), i (int, "%d"), d (double, "%lf")
- *     default, lo, hi   in the option's own unit (the one its name says);
- *              a value outside [lo, hi] refuses the start
- *     unit     factor from the option's unit to the target field's unit
- *   STR(name, meta, default, to, help)
- *     default  the text --help shows (the value is NULL when not given);
- *              NULL: computed at run time (help_computed())
- *
- *   to       STAR(field): a struct star_cfg field; FS(field): a struct
- *            fs_cfg field; DAEMON(): used by this file only
- *
- * novafs(8)'s OPTIONS section has one entry per line, headed by the
- * help text and "(default: ...)"; its justifications of the settlement
- * defaults live there.
- */
-#define U_1 1
-#define U_KIB 1024ull
-#define U_MIB (1024ull * 1024)
-#define U_US NV_NS_PER_US /* microseconds -> nanoseconds */
-#define U_MS NV_NS_PER_MS
-#define U_S NV_NS_PER_S
-#define DAYS(n) ((n) * 86400u)
-
-#define NOVAFS_OPTIONS(NUM, STR)                                                              \
-	STR(data_dir, "DIR", NULL, DAEMON(),                                                  \
-	    "embedded store, metastore and star id")                                          \
-	STR(store, "URL", "dir:DATA_DIR/objects", STAR(store_url),                            \
-	    "the standard bucket: dir:/path or s3://BUCKET?OPT=VALUE&... (see novafs(8))")    \
-	STR(express, "URL;URL;...", "the standard bucket", STAR(express_urls),               \
-	    "the express bucket set, one URL per zone, each with zone=Z in its query")        \
-	STR(location, "ZONE", "the first", STAR(location),                                    \
-	    "this star's zone in the express set")                                            \
-	STR(meta, "URL", "sqlite:DATA_DIR/meta.db", STAR(meta_url),                           \
-	    "metastore: sqlite:/path.db")                                                     \
-	STR(star, "ID", "DATA_DIR/star-id", STAR(star_id), "star id, 1-32 of [a-z0-9-]")      \
-	NUM(backlog_mib, u, "N", 128, 1, 1u << 20, U_MIB, STAR(backlog_bytes),                \
-	    "admitted-but-unabsorbed budget")                                                 \
-	NUM(tail_window_cache_mib, u, "N", 128, 0, 1u << 20, U_MIB, STAR(tail_cache_bytes),   \
-	    "hot read cache")                                                                 \
-	NUM(read_cache_mib, u, "N", 64, 1, 1u << 20, U_MIB, STAR(read_cache_bytes),           \
-	    "decoded chunks and footers for cold reads")                                      \
-	NUM(flight_kib, u, "N", 4096, 4, 1u << 20, U_KIB, STAR(flight_max),                   \
-	    "seal a flight at this size")                                                     \
-	NUM(linger_us, u, "N", 1000, 0, 10000000, U_US, STAR(linger_ns),                      \
-	    "seal a flight this long after its first record while PUTs are in flight")        \
-	NUM(put_window, u, "N", 4, 1, 64, U_1, STAR(put_window),                              \
-	    "slot PUTs in flight per chain")                                                  \
-	NUM(put_timeout_s, u, "N", 10, 1, DAYS(1), U_S, STAR(put_timeout_ns),                 \
-	    "retry a failing slot PUT this long, then fail the writes and halt the chain")    \
-	NUM(chunk_kib, u, "N", 512, 4, 16384, U_1, STAR(chunk_kib),                           \
-	    "target raw size of a bundle chunk")                                              \
-	NUM(compress, i, "N", 1, -7, 19, U_1, STAR(zstd_level),                               \
-	    "zstd level per chunk, 0 = off")                                                  \
-	NUM(readahead, u, "N", 8, 0, 64, U_1, STAR(readahead),                                \
-	    "chunks fetched ahead of a sequential reader")                                    \
-	NUM(prefetch_threads, u, "N", 4, 0, 64, U_1, STAR(prefetch_threads),                  \
-	    "read-ahead threads")                                                             \
-	NUM(absorb_batch, u, "N", 256, 1, 65536, U_1, STAR(absorb_batch_slots),               \
-	    "max slots per absorb batch")                                                     \
-	NUM(absorb_linger_us, u, "N", 2000, 0, 1000000, U_US, STAR(absorb_linger_ns),         \
-	    "absorb waits this long for more flights")                                        \
-	NUM(max_write_kib, u, "N", 1024, 4, 1024, U_KIB, FS(max_write),                       \
-	    "largest write request, i.e. record")                                             \
-	NUM(attr_timeout, d, "S", 1.0, 0, 3600, U_1, FS(attr_timeout),                        \
-	    "kernel attribute cache seconds")                                                 \
-	NUM(kernel_readahead_kib, u, "N", 8192, 0, 1u << 20, U_KIB, FS(max_readahead),        \
-	    "the mount's kernel readahead, 0 = the kernel's own 128")                         \
-	NUM(age_cap_standard_s, u, "N", 1800, 0, DAYS(30), U_S,                               \
-	    STAR(age_cap_ns[NV_CLASS_STANDARD]), "standard bytes stay in transit at most")    \
-	NUM(age_cap_express_s, u, "N", 120, 0, DAYS(30), U_S,                                 \
-	    STAR(age_cap_ns[NV_CLASS_EXPRESS]), "express bytes stay in transit at most")      \
-	NUM(settle_trigger_mib, u, "N", 8, 1, 1u << 20, U_MIB, STAR(settle_trigger_bytes),    \
-	    "settle a stream once it has this much un-settled")                               \
-	NUM(settle_linger_s, u, "N", 30, 0, DAYS(1), U_S, STAR(settle_linger_ns),             \
-	    "... this long after crossing it, plus jitter")                                   \
-	NUM(output_cap_mib, u, "N", 128, 1, 4096, U_MIB, STAR(output_cap_bytes),              \
-	    "largest settled object")                                                         \
-	NUM(read_grace_s, u, "N", 30, 0, DAYS(1), U_S, STAR(read_grace_ns),                   \
-	    "delete retired slots and objects this late")                                     \
-	NUM(fetch_cache_mib, u, "N", 256, 16, 1u << 20, U_MIB, STAR(fetch_cache_bytes),       \
-	    "local scratch for one settle era")                                               \
-	STR(scratch_dir, "DIR", "DATA_DIR/scratch", STAR(scratch_dir),                        \
-	    "where that scratch lives")                                                       \
-	STR(store_faults, "SPEC", "off", STAR(store_faults),                                  \
-	    "testing: inject store faults, items joined by ':' (put_error=P, get_error=P, "   \
-	    "flip=P, short=P, full=1, full_after=B, latency_ms=N, prefix=S, seed=N; also "    \
-	    "NOVAFS_STORE_FAULTS)")                                                           \
-	NUM(settle_workers, u, "N", 2, 1, 64, U_1, STAR(settle_workers),                      \
-	    "streams assembled at once")                                                      \
-	NUM(audit_interval_ms, u, "N", 1000, 10, 3600000, U_MS, STAR(audit_period_ns),        \
-	    "settle and trim-check pass period")                                              \
-	STR(debug, "LIST", "off", DAEMON(), "debug log for subsystems, joined by '+':")       \
-	STR(log, "FILE", "stderr with -f, else syslog", DAEMON(), "log here")
-
-/* The C type and the fuse_opt conversion of each NUM type. */
-#define OPT_CTYPE_u unsigned
-#define OPT_CTYPE_i int
-#define OPT_CTYPE_d double
-#define OPT_FMT_u "%u"
-#define OPT_FMT_i "%d"
-#define OPT_FMT_d "%lf"
-/* The value in the target's unit: unsigned options widen before the
- * multiplication (MiB -> bytes does not fit 32 bits). */
-#define OPT_SCALE_u(v, unit) ((uint64_t)(v) * (unit))
-#define OPT_SCALE_i(v, unit) ((v) * (unit))
-#define OPT_SCALE_d(v, unit) ((v) * (unit))
-
-/* The parsed options, each in its own unit. */
-struct options {
-#define OPT_DECL_NUM(name, type, meta, def, lo, hi, unit, to, help) OPT_CTYPE_##type name;
-#define OPT_DECL_STR(name, meta, def, to, help) char *name;
-	NOVAFS_OPTIONS(OPT_DECL_NUM, OPT_DECL_STR)
-#undef OPT_DECL_NUM
-#undef OPT_DECL_STR
-	int show_help;
-	int show_version;
-};
-
-static const struct fuse_opt nova_opts[] = {
-#define OPT_FUSE_NUM(name, type, meta, def, lo, hi, unit, to, help) \
-	{ #name "=" OPT_FMT_##type, offsetof(struct options, name), 1 },
-#define OPT_FUSE_STR(name, meta, def, to, help) { #name "=%s", offsetof(struct options, name), 1 },
-	NOVAFS_OPTIONS(OPT_FUSE_NUM, OPT_FUSE_STR)
-#undef OPT_FUSE_NUM
-#undef OPT_FUSE_STR
-	{ "-h", offsetof(struct options, show_help), 1 },
-	{ "--help", offsetof(struct options, show_help), 1 },
-	{ "-V", offsetof(struct options, show_version), 1 },
-	{ "--version", offsetof(struct options, show_version), 1 },
-	FUSE_OPT_END
-};
-
-/* What --help and check_options() need of each line, as data. */
-enum opt_type { OPT_TYPE_u, OPT_TYPE_i, OPT_TYPE_d, OPT_TYPE_s };
-
-struct opt_desc {
-	const char *name, *meta, *help;
-	const char *def_text; /* STR only */
-	enum opt_type type;
-	size_t off;             /* in struct options */
-	double def, lo, hi;     /* NUM only: exact for every integer range here */
-};
-
-static const struct opt_desc opt_descs[] = {
-#define OPT_DESC_NUM(name, type, meta, def, lo, hi, unit, to, help) \
-	{ #name, meta, help, NULL, OPT_TYPE_##type, offsetof(struct options, name), def, lo, hi },
-#define OPT_DESC_STR(name, meta, def, to, help) \
-	{ #name, meta, help, def, OPT_TYPE_s, offsetof(struct options, name), 0, 0, 0 },
-	NOVAFS_OPTIONS(OPT_DESC_NUM, OPT_DESC_STR)
-#undef OPT_DESC_NUM
-#undef OPT_DESC_STR
-};
-
-static void set_defaults(struct options *o)
-{
-	memset(o, 0, sizeof(*o));
-#define OPT_DEF_NUM(name, type, meta, def, lo, hi, unit, to, help) o->name = def;
-#define OPT_DEF_STR(name, meta, def, to, help)
-	NOVAFS_OPTIONS(OPT_DEF_NUM, OPT_DEF_STR)
-#undef OPT_DEF_NUM
-#undef OPT_DEF_STR
-}
-
-/*
- * Every option into its target field (invariant 2).  The fields no line
- * names (data_dir, the uid, the hooks) are the caller's.
- */
-static void map_options(const struct options *o, struct star_cfg *s, struct fs_cfg *f)
-{
-#define STAR(field) s->field =
-#define FS(field) f->field =
-#define DAEMON() (void)
-#define OPT_MAP_NUM(name, type, meta, def, lo, hi, unit, to, help) \
-	to OPT_SCALE_##type(o->name, unit);
-#define OPT_MAP_STR(name, meta, def, to, help) to o->name;
-	NOVAFS_OPTIONS(OPT_MAP_NUM, OPT_MAP_STR)
-#undef OPT_MAP_NUM
-#undef OPT_MAP_STR
-#undef STAR
-#undef FS
-#undef DAEMON
-	/* The kernel caches names as long as attributes. */
-	f->entry_timeout = f->attr_timeout;
-}
-
-static double opt_value(const struct options *o, const struct opt_desc *d)
-{
-	const char *p = (const char *)o + d->off;
-
-	switch (d->type) {
-	case OPT_TYPE_u:
-		return *(const unsigned *)p;
-	case OPT_TYPE_i:
-		return *(const int *)p;
-	case OPT_TYPE_d:
-		return *(const double *)p;
-	default:
-		return 0;
-	}
-}
-
-/* A NUM value as --help and the errors show it. */
-static void opt_num_text(const struct opt_desc *d, double v, char *buf, size_t cap)
-{
-	snprintf(buf, cap, d->type == OPT_TYPE_d ? "%g" : "%.0f", v);
-}
-
-static int check_options(const struct options *o)
-{
-	for (size_t i = 0; i < sizeof(opt_descs) / sizeof(opt_descs[0]); i++) {
-		const struct opt_desc *d = &opt_descs[i];
-		double v = opt_value(o, d);
-		char vt[32], lt[32], ht[32];
-
-		if (d->type == OPT_TYPE_s || (v >= d->lo && v <= d->hi))
-			continue;
-		opt_num_text(d, v, vt, sizeof(vt));
-		opt_num_text(d, d->lo, lt, sizeof(lt));
-		opt_num_text(d, d->hi, ht, sizeof(ht));
-		fprintf(stderr, "novafs: -o %s=%s is out of range [%s, %s]\n", d->name, vt, lt, ht);
-		return -1;
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------ --help */
-
-#define HELP_COL 31   /* where the help text starts */
-#define HELP_WIDTH 79 /* where it wraps */
-
-/* "    LEFT  TEXT", TEXT word-wrapped at HELP_WIDTH under HELP_COL. */
-static void help_entry(const char *left, const char *text)
-{
-	int col = printf("    %-*s", HELP_COL - 5, left);
-	bool line_start = false;
-
-	while (*text) {
-		size_t w = strcspn(text, " ");
-
-		if (!line_start && col + 1 + (int)w > HELP_WIDTH) {
-			col = printf("\n%*s", HELP_COL, "") - 1;
-			line_start = true;
-		}
-		col += printf("%s%.*s", line_start ? "" : " ", (int)w, text);
-		line_start = false;
-		text += w;
-		text += strspn(text, " ");
-	}
-	putchar('\n');
-}
-
-/* The parts of --help known only at run time (the NULL defaults of the
- * table, and debug's subsystems), appended to buf. */
-static void help_computed(const struct opt_desc *d, char *buf, size_t cap)
-{
-	size_t n = strlen(buf);
-
-	if (!strcmp(d->name, "data_dir")) {
-		char dd[PATH_MAX];
-
-		nv_default_data_dir(dd, sizeof(dd));
-		snprintf(buf + n, cap - n, " (default: %s)", dd);
-	} else if (!strcmp(d->name, "debug")) {
-		snprintf(buf + n, cap - n, " all");
-		for (int i = 0; i < NV_SUB_COUNT; i++) {
-			n = strlen(buf);
-			snprintf(buf + n, cap - n, ", %s", nv_log_subsys_name(i));
-		}
-	}
-}
-
-/* --help: every option with its default, and each number's range. */
-static void usage(const char *prog)
-{
-	printf("usage: %s [-f] [-o opt,...] MOUNTPOINT\n\n"
-	       "A durable stream store on object storage: every file is an append-only\n"
-	       "stream; write() returns when the record is durable.  See novafs(8).\n\n"
-	       "novafs options:\n", prog);
-	for (size_t i = 0; i < sizeof(opt_descs) / sizeof(opt_descs[0]); i++) {
-		const struct opt_desc *d = &opt_descs[i];
-		char left[64], text[PATH_MAX + 1024], def[32], lo[32], hi[32];
-		size_t n;
-
-		snprintf(left, sizeof(left), "-o %s=%s", d->name, d->meta);
-		snprintf(text, sizeof(text), "%s", d->help);
-		help_computed(d, text, sizeof(text));
-		n = strlen(text);
-		if (d->type != OPT_TYPE_s) {
-			opt_num_text(d, d->def, def, sizeof(def));
-			opt_num_text(d, d->lo, lo, sizeof(lo));
-			opt_num_text(d, d->hi, hi, sizeof(hi));
-			snprintf(text + n, sizeof(text) - n, " (default: %s; range %s..%s)", def,
-				 lo, hi);
-		} else if (d->def_text) {
-			snprintf(text + n, sizeof(text) - n, " (default: %s)", d->def_text);
-		}
-		help_entry(left, text);
-	}
-	help_entry("-h, --help", "this help");
-	help_entry("-V, --version", "print the version");
-	printf("\nFUSE options:\n");
-	fuse_cmdline_help();
-	fuse_lowlevel_help();
-}
+/* Where syslog(3) sends its lines. */
+#define SYSLOG_SOCKET "/dev/log"
 
 static volatile sig_atomic_t dummy;
 
 /*
- * Stopping by signal.  libfuse's own handlers end the session loop at
- * once, so a reader's close or a writer's last acknowledgement would meet
- * a session nobody serves.  Ours only wake the stopper thread, which
- * lets the session serve while the follow view answers its parked reads
- * (end-of-file) and their readers close, then ends the loop; the engine
- * then acknowledges the last appends while the device is still open.
+ * Signals.  libfuse's own handlers end the session loop at once, so a
+ * reader's close or a writer's last acknowledgement would meet a session
+ * nobody serves.  Ours only wake the stopper thread.  SIGTERM and SIGINT
+ * stop: the stopper answers every request parked at the recovery gate
+ * (star_gate_shut(): recovery may never finish), lets the session serve
+ * while the follow view answers its parked reads (end-of-file) and their
+ * readers close, then ends the loop; the engine then acknowledges the
+ * last appends while the device is still open.  SIGHUP reopens the log
+ * file (logrotate's convention) and does not stop.
  */
 static int stop_pipe[2] = { -1, -1 };
 static pthread_t main_thread;
@@ -391,18 +83,63 @@ static void on_wake_signal(int sig)
 struct stopper {
 	struct fuse_session *se;
 	struct nova_fs *fs;
+	struct star *st;
+	const char *log_path; /* reopened on SIGHUP; NULL: syslog or stderr */
 };
+
+/* Open path for appending and make it stderr (where nv_log writes).
+ * 0 or -errno. */
+static int log_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+
+	if (fd < 0)
+		return -errno;
+	if (dup2(fd, STDERR_FILENO) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	close(fd);
+	return 0;
+}
+
+static void reopen_log(const struct stopper *sp)
+{
+	int rc;
+
+	if (!sp->log_path) {
+		nv_log(NV_INFO, NV_SUB_MAIN, "SIGHUP: no log file to reopen");
+		return;
+	}
+	rc = log_open(sp->log_path);
+	if (rc)
+		nv_log(NV_WARN, NV_SUB_MAIN, "SIGHUP: cannot reopen the log %s: %s; "
+		       "logging on to the old file", sp->log_path, strerror(-rc));
+	else
+		nv_log(NV_INFO, NV_SUB_MAIN, "SIGHUP: log %s reopened", sp->log_path);
+}
 
 static void *stopper_main(void *arg)
 {
 	struct stopper *sp = arg;
 	unsigned char c = 0;
 
-	while (read(stop_pipe[0], &c, 1) < 0 && errno == EINTR)
-		;
+	for (;;) {
+		c = 0;
+		while (read(stop_pipe[0], &c, 1) < 0 && errno == EINTR)
+			;
+		if (c != SIGHUP)
+			break;
+		reopen_log(sp);
+	}
 	if (c == 0)
 		return NULL; /* the loop ended on its own (fusermount3 -u) */
 	nv_log(NV_INFO, NV_SUB_MAIN, "signal %d: stopping (answering followers first)", c);
+	/* A request waiting for a recovery that cannot finish would keep
+	 * its worker, and so the loop, forever. */
+	star_gate_shut(sp->st);
 	/* Parked reads end; give their readers up to 2 s to close. */
 	for (int i = 0; i < 200 && nova_fs_quiesce(sp->fs) > 0; i++) {
 		struct timespec ts = { 0, 10 * 1000000L };
@@ -462,20 +199,19 @@ static void unescape_octal(char *s)
  * very filesystem before its loop runs).  Failure (not root, no sysfs)
  * is logged and harmless.
  */
-static void set_kernel_readahead(const char *mnt, unsigned kib)
+/*
+ * The topmost FUSE mount on mnt in /proc/self/mountinfo: its device
+ * number ("MAJ:MIN") and file system type ("fuse.novafs") into dev and
+ * type.  1 found, 0 not, -errno when mountinfo cannot be read.
+ */
+static int fuse_mount_of(const char *mnt, char dev[32], char type[64])
 {
-	char line[4096], dev[32] = "", path[96];
-	FILE *f;
-	int fd;
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int found = 0;
 
-	if (!kib)
-		return;
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f) {
-		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: mountinfo: %s",
-		       strerror(errno));
-		return;
-	}
+	if (!f)
+		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE ... */
 		char *save = NULL, *tok[5], *fstype;
@@ -484,16 +220,37 @@ static void set_kernel_readahead(const char *mnt, unsigned kib)
 		fstype = strstr(line, " - ");
 		if (!fstype || strncmp(fstype + 3, "fuse", 4))
 			continue;
+		fstype += 3;
+		fstype[strcspn(fstype, " ")] = 0;
 		for (char *t = strtok_r(line, " ", &save); t && n < 5; t = strtok_r(NULL, " ", &save))
 			tok[n++] = t;
 		if (n < 5)
 			continue;
 		unescape_octal(tok[4]);
-		if (!strcmp(tok[4], mnt))
-			snprintf(dev, sizeof(dev), "%s", tok[2]); /* the last one is on top */
+		if (!strcmp(tok[4], mnt)) { /* the last one is on top */
+			snprintf(dev, 32, "%s", tok[2]);
+			snprintf(type, 64, "%s", fstype);
+			found = 1;
+		}
 	}
 	fclose(f);
-	if (!dev[0]) {
+	return found;
+}
+
+static void set_kernel_readahead(const char *mnt, unsigned kib)
+{
+	char dev[32] = "", type[64], path[96];
+	int fd, rc;
+
+	if (!kib)
+		return;
+	rc = fuse_mount_of(mnt, dev, type);
+	if (rc < 0) {
+		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: mountinfo: %s",
+		       strerror(-rc));
+		return;
+	}
+	if (!rc) {
 		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: %s not in mountinfo",
 		       mnt);
 		return;
@@ -537,32 +294,73 @@ struct daemon {
 	struct fuse_cmdline_opts fopts;
 	struct options o;
 	char dd[PATH_MAX];      /* the data directory, absolute */
-	int status_fd;          /* the waiting parent's pipe; -1: none (invariant 3) */
+	int status_fd;          /* the waiting parent's pipe; -1: none (invariant 2) */
+	const char *log_path;   /* the log file (-o log, or log_buf); NULL: none */
+	char log_buf[PATH_MAX + 16]; /* DATA_DIR/novafs.log when there is no syslog */
 	struct nova_fs *fs;
 	struct fuse_session *se;
 	struct star *st;
 };
 
+/*
+ * `novafs SOURCE MOUNTPOINT` (mount -t fuse.novafs, /etc/fstab, through
+ * mount.fuse3) or `novafs MOUNTPOINT`: the mount point goes back to
+ * libfuse's own parser.  SOURCE is a label for mount(8) and
+ * /proc/mounts; the data directory is -o data_dir.  0 or -1 (said why).
+ */
+static int take_positional(struct daemon *d, const char *prog)
+{
+	if (d->o.npos == 0) {
+		fprintf(stderr, "usage: %s [-f] [-o opt,...] [SOURCE] MOUNTPOINT (--help for "
+			"options)\n", prog);
+		return -1;
+	}
+	return fuse_opt_add_arg(&d->args, d->o.pos[d->o.npos - 1]) ? -1 : 0;
+}
+
 /* The command line into d->o and d->fopts.  0: go on; 1: done (--help,
  * --version printed); -1: refused (said why). */
 static int parse_args(struct daemon *d, const char *prog)
 {
-	set_defaults(&d->o);
-	if (fuse_opt_parse(&d->args, &d->o, nova_opts, NULL) == -1)
+	if (opts_parse(&d->args, &d->o))
 		return -1;
 	if (d->o.show_help) {
-		usage(prog);
+		opts_usage(prog);
 		return 1;
 	}
 	if (d->o.show_version) {
 		printf("novafs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
 		return 1;
 	}
-	if (fuse_parse_cmdline(&d->args, &d->fopts) != 0)
+	if (opts_check(&d->o) || take_positional(d, prog) ||
+	    fuse_parse_cmdline(&d->args, &d->fopts) != 0)
 		return -1;
-	if (!d->fopts.mountpoint) {
-		fprintf(stderr, "usage: %s [-f] [-o opt,...] MOUNTPOINT (--help for options)\n",
-			prog);
+	return 0;
+}
+
+/*
+ * The mount point: a directory, and not a live novafs already (a second
+ * daemon on top would hide the first one's streams; a dead mount is
+ * libfuse's to refuse).  0 or -1 (said why).
+ */
+static int check_mountpoint(const char *mnt)
+{
+	char dev[32], type[64];
+	struct stat sb;
+
+	if (stat(mnt, &sb)) {
+		if (errno == ENOTCONN)
+			return 0;
+		fprintf(stderr, "novafs: mount point %s: %s\n", mnt, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		fprintf(stderr, "novafs: mount point %s is not a directory\n", mnt);
+		return -1;
+	}
+	if (fuse_mount_of(mnt, dev, type) == 1 && !strcmp(type, "fuse.novafs")) {
+		fprintf(stderr, "novafs: %s is already a novafs mount (unmount it first: "
+			"fusermount3 -u %s)\n", mnt, mnt);
 		return -1;
 	}
 	return 0;
@@ -573,7 +371,7 @@ static int setup_process(struct daemon *d)
 {
 	const struct options *o = &d->o;
 
-	if (check_options(o))
+	if (check_mountpoint(d->fopts.mountpoint))
 		return -1;
 	if (o->debug) {
 		const char *bad;
@@ -603,20 +401,50 @@ static int setup_process(struct daemon *d)
 		nv_default_data_dir(d->dd, sizeof(d->dd));
 	}
 	if (o->log) {
-		int lfd = open(o->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		int rc = log_open(o->log);
 
-		if (lfd < 0) {
-			fprintf(stderr, "novafs: log %s: %s\n", o->log, strerror(errno));
+		if (rc) {
+			fprintf(stderr, "novafs: -o log=%s: %s\n", o->log, strerror(-rc));
 			return -1;
 		}
-		dup2(lfd, STDERR_FILENO);
-		close(lfd);
+		d->log_path = o->log;
 	}
 	return 0;
 }
 
+/*
+ * Without -f and -o log: syslog, when something listens on its socket;
+ * else (a container) the file novafs.log in the data directory, said on
+ * the terminal before it is let go.  0 or -1 (said why).
+ */
+static int background_log(struct daemon *d)
+{
+	struct stat sb;
+	int rc;
+
+	if (!stat(SYSLOG_SOCKET, &sb) && S_ISSOCK(sb.st_mode)) {
+		nv_log_use_syslog("novafs");
+		return 0;
+	}
+	snprintf(d->log_buf, sizeof(d->log_buf), "%s/novafs.log", d->dd);
+	if (mkdir(d->dd, 0700) && errno != EEXIST) {
+		fprintf(stderr, "novafs: data_dir %s: %s\n", d->dd, strerror(errno));
+		return -1;
+	}
+	/* Said while stderr is still the terminal. */
+	fprintf(stderr, "novafs: no syslog socket (%s): logging to %s\n", SYSLOG_SOCKET,
+		d->log_buf);
+	rc = log_open(d->log_buf);
+	if (rc) {
+		fprintf(stderr, "novafs: log %s: %s\n", d->log_buf, strerror(-rc));
+		return -1;
+	}
+	d->log_path = d->log_buf;
+	return 0;
+}
+
 /* Without -f: fork before any thread starts; the parent waits for the
- * child's verdict and exits with it (invariant 3).  0 in the child (or
+ * child's verdict and exits with it (invariant 2).  0 in the child (or
  * in the foreground), -1 when the fork failed. */
 static int daemonize(struct daemon *d)
 {
@@ -648,7 +476,7 @@ static int daemonize(struct daemon *d)
 	d->status_fd = p[1];
 	setsid();
 	if (!d->o.log)
-		nv_log_use_syslog("novafs");
+		return background_log(d);
 	return 0;
 }
 
@@ -663,7 +491,7 @@ static int start_engine(struct daemon *d)
 
 	memset(&scfg, 0, sizeof(scfg));
 	memset(&fcfg, 0, sizeof(fcfg));
-	map_options(&d->o, &scfg, &fcfg);
+	opts_map(&d->o, &scfg, &fcfg);
 	fcfg.uid = getuid();
 	fcfg.gid = getgid();
 	fcfg.data_dir = d->dd;
@@ -707,7 +535,7 @@ static void detach(struct daemon *d)
 	if (nul >= 0) {
 		dup2(nul, STDIN_FILENO);
 		dup2(nul, STDOUT_FILENO);
-		if (!d->o.log)
+		if (!d->log_path)
 			dup2(nul, STDERR_FILENO);
 		if (nul > 2)
 			close(nul);
@@ -746,7 +574,7 @@ static int run_loop(struct daemon *d)
  * still open, then unmount.  The exit status: 0 or 1. */
 static int mount_and_serve(struct daemon *d)
 {
-	struct stopper stopper = { d->se, d->fs };
+	struct stopper stopper = { d->se, d->fs, d->st, d->log_path };
 	pthread_t stopper_thread;
 	bool have_stopper = false;
 	int ret, rc;
@@ -800,12 +628,7 @@ static void teardown(struct daemon *d)
 	tell_parent(d->status_fd, 1);
 	nova_fs_free(d->fs);
 	free(d->fopts.mountpoint);
-	fuse_opt_free_args(&d->args);
-#define OPT_FREE_NUM(name, type, meta, def, lo, hi, unit, to, help)
-#define OPT_FREE_STR(name, meta, def, to, help) free(d->o.name);
-	NOVAFS_OPTIONS(OPT_FREE_NUM, OPT_FREE_STR)
-#undef OPT_FREE_NUM
-#undef OPT_FREE_STR
+	opts_free(&d->o);
 }
 
 int main(int argc, char **argv)

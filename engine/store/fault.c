@@ -20,6 +20,7 @@
 struct fault_be {
 	struct store *inner;
 	double put_error, get_error, flip, shortp;
+	int put_errno; /* what an injected put error returns (positive; EIO) */
 	bool full;
 	uint64_t full_after; /* 0: never */
 	unsigned latency_ms;
@@ -75,7 +76,7 @@ static int put_fault(struct fault_be *f, const char *key, size_t len)
 	}
 	if (chance(f, f->put_error)) {
 		atomic_fetch_add(&f->n_put_err, 1);
-		return -EIO;
+		return -f->put_errno;
 	}
 	return 0;
 }
@@ -302,6 +303,8 @@ static int parse_spec(struct fault_be *f, const char *spec)
 		v = eq + 1;
 		if (!strcmp(t, "put_error"))
 			rc = parse_prob(v, &f->put_error);
+		else if (!strcmp(t, "put_errno"))
+			rc = parse_u64(v, 4095, &x), f->put_errno = x ? (int)x : EIO;
 		else if (!strcmp(t, "get_error"))
 			rc = parse_prob(v, &f->get_error);
 		else if (!strcmp(t, "flip"))
@@ -339,6 +342,7 @@ int fault_store_wrap(struct store *inner, const char *spec, struct store **out)
 	}
 	f->inner = inner;
 	f->seed = (uint64_t)time(NULL);
+	f->put_errno = EIO;
 	rc = parse_spec(f, spec);
 	if (rc) {
 		store_close(inner);

@@ -10,6 +10,8 @@
  *
  * Spec (items separated by ':' or ','):
  *   put_error=P     a put / multipart part / complete fails with EIO
+ *   put_errno=N     ... with errno N instead (e.g. 11, EAGAIN: an
+ *                   unreachable S3 endpoint)
  *   get_error=P     a ranged get / head fails with EIO
  *   flip=P          a ranged get returns its bytes with one bit flipped
  *   short=P         a ranged get returns fewer bytes than asked

@@ -52,6 +52,10 @@ struct store_mpu; /* one multipart upload in progress; opaque */
 /* With a bucket set (set.h): put the object into every member, not one
  * (fence objects).  Plain stores ignore it. */
 #define STORE_EVERYWHERE 0x2u
+/* A small object recovery cannot do without (a fence): a store that
+ * keeps space free for the metastore (the directory store's reserve)
+ * lets it in there too.  Others ignore it. */
+#define STORE_RESERVE 0x4u
 
 /* Longest valid key in bytes (invariant 5); a key buffer needs one more. */
 #define STORE_KEY_MAX 1024

@@ -8,6 +8,7 @@
 #include "src/base/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,4 +117,42 @@ void nv_log_emit(enum nv_level level, enum nv_subsys sub, const char *fmt, ...)
 		(void)w;
 	}
 	errno = saved;
+}
+
+/* Guards every struct nv_ratelimit (log.h). */
+static pthread_mutex_t rl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void nv_log_emit_limited(struct nv_ratelimit *rl, enum nv_level level, enum nv_subsys sub,
+			 const char *fmt, ...)
+{
+	const uint64_t period = (uint64_t)NV_RATELIMIT_PERIOD_S * 1000000000ull;
+	struct timespec ts;
+	uint64_t now;
+	unsigned dropped;
+	char msg[1536];
+	va_list ap;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + 1;
+	pthread_mutex_lock(&rl_lock);
+	if (!rl->window_ns || now - rl->window_ns >= period) {
+		rl->window_ns = now;
+		rl->passed = 0;
+	}
+	if (rl->passed >= NV_RATELIMIT_BURST) {
+		rl->suppressed++;
+		pthread_mutex_unlock(&rl_lock);
+		return;
+	}
+	rl->passed++;
+	dropped = rl->suppressed;
+	rl->suppressed = 0;
+	pthread_mutex_unlock(&rl_lock);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (dropped)
+		nv_log_emit(level, sub, "%s (%u similar lines suppressed)", msg, dropped);
+	else
+		nv_log_emit(level, sub, "%s", msg);
 }

@@ -17,6 +17,7 @@
 #define NOVAFS_BASE_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum nv_level { NV_ERR = 0, NV_WARN = 1, NV_INFO = 2, NV_DEBUG = 3 };
 
@@ -66,6 +67,31 @@ static inline bool nv_log_enabled(enum nv_level level, enum nv_subsys sub)
 		return (int)level <= nv_log_level;
 	return (nv_log_debug_mask >> sub) & 1u;
 }
+
+/*
+ * A rate limit for one kind of line (a zero-initialised static per call
+ * site): at most NV_RATELIMIT_BURST lines every NV_RATELIMIT_PERIOD_S
+ * seconds pass; the others are counted, and the next line that passes
+ * ends with how many were suppressed.  For lines a user can provoke at
+ * will (refusals), so that a loop of them cannot flood the log.  The
+ * fields are guarded by one lock inside log.c.
+ */
+#define NV_RATELIMIT_BURST 10
+#define NV_RATELIMIT_PERIOD_S 60
+struct nv_ratelimit {
+	uint64_t window_ns;  /* monotonic start of the current window; 0: none */
+	unsigned passed;     /* lines passed in it */
+	unsigned suppressed; /* lines dropped since the last one passed */
+};
+
+void nv_log_emit_limited(struct nv_ratelimit *rl, enum nv_level level, enum nv_subsys sub,
+			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#define nv_log_ratelimited(rl, level, sub, ...)                            \
+	do {                                                               \
+		if (nv_log_enabled((level), (sub)))                        \
+			nv_log_emit_limited((rl), (level), (sub), __VA_ARGS__); \
+	} while (0)
 
 #define nv_log(level, sub, ...)                                          \
 	do {                                                             \

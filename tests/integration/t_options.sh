@@ -103,4 +103,21 @@ if [ "${#problems[@]}" -gt 0 ]; then
 	printf '%s\n' "${problems[@]}" >&2
 	fail "${#problems[@]} difference(s) between novafs --help and $NV_MAN"
 fi
+# Every number is parsed strictly, and the error names the option (issue
+# 12 item 8): no trailing junk, no sign on an unsigned option, no nan.
+for bad in flight_kib=4096abc attr_timeout=nan attr_timeout=inf flight_kib=-1 \
+	put_window=4.5 compress=3x put_window= backlog_mib=99999999999 \
+	compress=-99999999999 put_window=0; do
+	name=${bad%%=*}
+	rc=0
+	out=$("$NOVAFS" -f -o "data_dir=$TMP/d,$bad" "$TMP/nomnt" 2>&1) || rc=$?
+	((rc != 0)) || fail "-o $bad was accepted"
+	[[ $out == *"-o $bad"* ]] || fail "-o $bad: the error does not name the option: '$out'"
+	[[ $out != *4294967295* ]] || fail "-o $bad: the error echoes a wrapped number: '$out'"
+done
+out=$("$NOVAFS" -f -o "data_dir=$TMP/d,compress=-3,attr_timeout=0.25" "$TMP/nomnt" 2>&1) || true
+[[ $out == *"bad mount point"* ]] ||
+	fail "valid numbers (compress=-3, attr_timeout=0.25) were refused: '$out'"
+say "ok: malformed numbers are refused, naming the option"
+
 say "PASS: ${#HELP_DEF[@]} options, each in the man page, in the same order, with the same default and range"

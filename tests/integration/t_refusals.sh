@@ -555,6 +555,8 @@ say "--- rows that need a fault or a signal: checked by the tests named"
 # the gate (after a crash, until every earlier epoch is settled).
 row_elsewhere "an I/O error underneath, a corrupt object" EIO t_store_faults.sh
 row_elsewhere "the store is full (after put_timeout_s of retries)" ENOSPC t_store_faults.sh t_local_faults.sh
+row_elsewhere "append when the store stayed unreachable (timeouts, EAGAIN, refused connections) for put_timeout_s" EIO t_store_faults.sh
+row_elsewhere "a request waiting at the recovery gate when the daemon stops" EIO t_shutdown.sh
 
 say "--- after the walk"
 nv_alive || fail "the daemon died or the mount stopped answering during the refusals"

@@ -83,5 +83,20 @@ nv_start ""
 nv_same_file "$MNT/b/s" "$expect" "content of s"
 nv_same_file "$MNT/b/t" "$NV_TMP/expect_t" "content of t"
 nv_stop
+
+say "6. an unreachable store (every PUT: EAGAIN): the writer gets EIO, never EAGAIN"
+nv_start "store_faults=put_error=1:put_errno=11,put_timeout_s=1"
+out=$(echo nope 2>&1 >> "$MNT/b/s") && fail "an append succeeded on an unreachable store"
+grep -q "Input/output error" <<< "$out" ||
+	fail "append on an unreachable store failed with '$out', expected EIO (EAGAIN makes writers spin)"
+nv_alive || fail "daemon died on an unreachable store"
+nv_same_file "$MNT/b/s" "$expect" "content of s"
+say "ok: EIO to the writer"
+nv_stop
+
+say "7. the store is back: the halted epoch settles, nothing acked is lost"
+nv_start ""
+nv_same_file "$MNT/b/s" "$expect" "content of s"
+nv_stop
 nv_fsck
 say "PASS"

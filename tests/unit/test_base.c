@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -521,6 +522,52 @@ static void test_base_failpoint_env(void **state)
 /* ------------------------------------------------------------------ */
 /* log                                                                 */
 
+/* nv_log_ratelimited(): the first NV_RATELIMIT_BURST lines of a window
+ * pass, the rest are dropped; stderr is captured through a pipe. */
+static void test_base_log_ratelimited(void **state)
+{
+	static struct nv_ratelimit rl;
+	char out[65536];
+	int p[2], saved;
+	ssize_t n;
+	int lines = 0;
+
+	(void)state;
+	nv_log_level = NV_INFO;
+	assert_int_equal(pipe(p), 0);
+	saved = dup(STDERR_FILENO);
+	dup2(p[1], STDERR_FILENO);
+	for (int i = 0; i < 3 * NV_RATELIMIT_BURST; i++)
+		nv_log_ratelimited(&rl, NV_INFO, NV_SUB_FS, "refused %d", i);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(p[1]);
+	n = read(p[0], out, sizeof(out) - 1);
+	close(p[0]);
+	assert_true(n > 0);
+	out[n] = 0;
+	for (char *c = out; *c; c++)
+		lines += *c == '\n';
+	assert_int_equal(lines, NV_RATELIMIT_BURST);
+	assert_non_null(strstr(out, "refused 0"));
+	assert_null(strstr(out, "refused 10"));
+	assert_int_equal(rl.suppressed, 2 * NV_RATELIMIT_BURST);
+	/* A new window: the next line passes and says what was dropped. */
+	rl.window_ns = 1;
+	assert_int_equal(pipe(p), 0);
+	saved = dup(STDERR_FILENO);
+	dup2(p[1], STDERR_FILENO);
+	nv_log_ratelimited(&rl, NV_INFO, NV_SUB_FS, "refused again");
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(p[1]);
+	n = read(p[0], out, sizeof(out) - 1);
+	close(p[0]);
+	assert_true(n > 0);
+	out[n] = 0;
+	assert_non_null(strstr(out, "refused again (20 similar lines suppressed)"));
+}
+
 static void test_base_log_debug_mask(void **state)
 {
 	const char *bad = NULL;
@@ -692,6 +739,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_base_failpoint_delay, fp_teardown),
 		cmocka_unit_test_teardown(test_base_failpoint_env, fp_teardown),
 		cmocka_unit_test(test_base_log_debug_mask),
+		cmocka_unit_test(test_base_log_ratelimited),
 		cmocka_unit_test(test_base_u64map_basic),
 		cmocka_unit_test(test_base_u64map_grow),
 		cmocka_unit_test(test_base_u64map_churn),

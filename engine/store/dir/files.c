@@ -18,7 +18,11 @@
  *     including the final link/rename, and retries a walk that met a
  *     concurrent delete (-ENOENT) at most DIR_RETRIES times.
  *  3. dir_errno() is the one translation of a file system errno into a
- *     store.h error; dir_fail() logs it once.
+ *     store.h error; dir_fail() logs it once (a full disk rate-limited).
+ *  4. A put never leaves less than dir_reserve() free on the file
+ *     system (dir_headroom(), checked before and after the fill): the
+ *     metastore next to the store keeps room to delete and trim.  Only
+ *     a STORE_RESERVE put (recovery's fence) may go below.
  *
  * Locking: synced_lock guards the synced set (d->synced), held only inside
  * synced_has() and synced_add(), never across I/O.
@@ -30,6 +34,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -37,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static atomic_ulong dir_tmp_seq;
@@ -74,9 +80,54 @@ static int dir_errno(int e)
 int dir_fail(const struct dir_store *d, const char *what,
 	     const char *key, int e)
 {
-	nv_log(NV_ERR, NV_SUB_STORE, "dir:%s %s %s: %s", d->root, what, key,
-	       strerror(e));
+	static struct nv_ratelimit full; /* a full disk fails every put */
+
+	if (e == ENOSPC || e == EDQUOT)
+		nv_log_ratelimited(&full, NV_ERR, NV_SUB_STORE, "dir:%s %s %s: %s", d->root,
+				   what, key, strerror(e));
+	else
+		nv_log(NV_ERR, NV_SUB_STORE, "dir:%s %s %s: %s", d->root, what, key,
+		       strerror(e));
 	return dir_errno(e);
+}
+
+/*
+ * The reserve (invariant 4): the space a put may not take, so that the
+ * metastore beside the store (usually the same file system) can always
+ * commit a delete or a trim on a full disk.  5% of the file system,
+ * at least 8 MiB, at most 64 MiB, and never more than a quarter of it.
+ */
+static uint64_t dir_reserve(uint64_t total)
+{
+	uint64_t r = total / 20;
+
+	if (r < DIR_RESERVE_MIN)
+		r = DIR_RESERVE_MIN;
+	if (r > DIR_RESERVE_MAX)
+		r = DIR_RESERVE_MAX;
+	return r > total / 4 ? total / 4 : r;
+}
+
+/* 0 while the file system of fd keeps the reserve free, else -ENOSPC
+ * (logged, rate-limited). */
+static int dir_headroom(const struct dir_store *d, int fd, const char *key)
+{
+	static struct nv_ratelimit rl;
+	struct statvfs sv;
+	uint64_t total, avail, reserve;
+
+	if (fstatvfs(fd, &sv) || !sv.f_blocks)
+		return 0; /* unknown: let the write itself fail */
+	total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	reserve = dir_reserve(total);
+	if (avail >= reserve)
+		return 0;
+	nv_log_ratelimited(&rl, NV_ERR, NV_SUB_STORE,
+			   "dir:%s put %s: refused, %" PRIu64 " bytes free is below the %" PRIu64
+			   " kept for the metastore (so rm and trim still work): delete or trim "
+			   "streams, or free space", d->root, key, avail, reserve);
+	return -ENOSPC;
 }
 
 /* The key (or part of a path) names something that cannot be an object of
@@ -407,7 +458,13 @@ int dir_publish(struct dir_store *d, const char *key,
 		}
 	}
 
-	rc = fill(ctx, fd);
+	rc = flags & STORE_RESERVE ? 0 : dir_headroom(d, fd, key);
+	if (!rc)
+		rc = fill(ctx, fd);
+	/* Checked again with the object written: it may not take the
+	 * reserve either (its temp file is removed below). */
+	if (!rc && !(flags & STORE_RESERVE))
+		rc = dir_headroom(d, fd, key);
 	if (rc < 0)
 		goto out_tmp;
 	if (fdatasync(fd) < 0) {

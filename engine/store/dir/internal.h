@@ -117,6 +117,10 @@
 /* One opened directory store.  Immutable after dir_store_open() but for
  * the synced set, which synced_lock guards (held only around lookups and
  * inserts, never across I/O). */
+/* The bounds of the space a put leaves free (files.c dir_reserve()). */
+#define DIR_RESERVE_MIN (8ull << 20)
+#define DIR_RESERVE_MAX (64ull << 20)
+
 struct dir_store {
 	char *root;  /* owned; absolute, no trailing '/' (except "/") */
 	int root_fd; /* owned; O_RDONLY|O_DIRECTORY */

@@ -1,0 +1,72 @@
+#!/bin/bash
+# t_fsck.sh - novactl fsck finds metastore damage (issue 12 item 10):
+# 64 damaged bytes of meta.db are reported through SQLite's own
+# integrity check; a lost batch marker is a violation that names the
+# stream and its byte range; a healthy store passes, and status opens
+# with a summary (and has --json).
+set -euo pipefail
+. "$TESTLIB"
+nv_init
+command -v sqlite3 >/dev/null || python3 -c 'import sqlite3' ||
+	nv_skip "neither sqlite3 nor python3's sqlite3"
+
+say "1. streams that stay unsettled (their batch markers stay), clean close"
+nv_start "settle_trigger_mib=1024,age_cap_standard_s=3600"
+for b in b c; do
+	mkdir "$MNT/$b"
+	for i in $(seq 1 40); do
+		for k in 1 2 3; do echo "rec $i $k" >> "$MNT/$b/s$i"; done
+	done
+done
+nv_stop
+nv_fsck
+cp -a "$DATA" "$NV_TMP/pristine"
+
+say "2. novactl status: a summary first, and --json"
+"$NOVACTL" status -o "data_dir=$DATA" > "$NV_TMP/status.out"
+head -n 1 "$NV_TMP/status.out" | grep -q "not mounted" ||
+	fail "status does not open with the summary: $(head -n 3 "$NV_TMP/status.out")"
+grep -q "2 buckets, 80 streams" "$NV_TMP/status.out" ||
+	fail "status summary lacks the counts: $(head -n 4 "$NV_TMP/status.out")"
+"$NOVACTL" status --json -o "data_dir=$DATA" > "$NV_TMP/status.json"
+[ "$(nv_json_get streams < "$NV_TMP/status.json")" = 80 ] ||
+	fail "status --json: $(cat "$NV_TMP/status.json")"
+[ "$(nv_json_get mounted < "$NV_TMP/status.json")" = False ] ||
+	[ "$(nv_json_get mounted < "$NV_TMP/status.json")" = false ] ||
+	fail "status --json: mounted is not false: $(cat "$NV_TMP/status.json")"
+say "ok: status"
+
+say "3. a lost batch marker: a violation naming the stream and bytes"
+python3 - "$DATA/meta.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = [r[0] for r in db.execute("select k from kv where substr(k, 1, 5) = X'026d726b00' order by k")]
+assert rows, "no marker rows"
+db.execute("delete from kv where k = ?", (rows[len(rows) // 2],))
+db.commit()
+PY
+rc=0
+"$NOVACTL" fsck -o "data_dir=$DATA" > "$NV_TMP/fsck.out" 2>&1 || rc=$?
+((rc == 1)) || fail "fsck after a lost marker exited with $rc: $(tail -n 5 "$NV_TMP/fsck.out")"
+grep -E "VIOLATION [bc]/s[0-9]+: records [0-9]+\.\.[0-9]+, bytes \[[0-9]+, [0-9]+\).*no batch marker" \
+	"$NV_TMP/fsck.out" > /dev/null ||
+	fail "no violation names the stream of the lost marker: $(head -n 5 "$NV_TMP/fsck.out")"
+say "ok: $(grep -c VIOLATION "$NV_TMP/fsck.out") violation(s), e.g. $(grep -m1 VIOLATION "$NV_TMP/fsck.out")"
+
+say "4. 64 damaged bytes of meta.db: fsck reports the metastore"
+rm -rf "$DATA"
+cp -a "$NV_TMP/pristine" "$DATA"
+size=$(stat -c %s "$DATA/meta.db")
+# The start of a page in the middle: its b-tree page header.
+off=$((size * 2 / 3 / 4096 * 4096))
+python3 -c "
+import sys
+f = open(sys.argv[1], 'r+b'); f.seek(int(sys.argv[2])); f.write(b'\xa5' * 64); f.close()" \
+	"$DATA/meta.db" "$off"
+rc=0
+"$NOVACTL" fsck -o "data_dir=$DATA" > "$NV_TMP/fsck.out" 2>&1 || rc=$?
+((rc != 0)) || fail "fsck passed a damaged meta.db: $(tail -n 3 "$NV_TMP/fsck.out")"
+grep -q "VIOLATION metastore sqlite:$DATA/meta.db" "$NV_TMP/fsck.out" ||
+	fail "fsck did not report the metastore damage: $(head -n 5 "$NV_TMP/fsck.out")"
+say "ok: $(grep -m2 "VIOLATION metastore" "$NV_TMP/fsck.out" | tail -n 1)"
+say "PASS"
