@@ -8,16 +8,13 @@
  * and "gone meanwhile" come out as -EEXIST / -ENOENT, never as a lost
  * update.
  *
- * Size exception: streams.c: over the house's ~900 lines, because
- * bucket rows, stream rows, renames and the reclaim queue share the row
- * buffers (struct rowbufs), the id counter, the owner codec and the
- * name-row reads; splitting the bucket rows into their own module needs
- * those in a shared internal header, which is the next change due to
- * this file.
+ * Bucket rows are meta/buckets.c; what both share (row buffers, the
+ * owner codec, the id counter, CAS runs) is meta/rowbuf.c.
  */
 #include "config.h"
 #include "meta/streams.h"
 #include "meta/keys.h"
+#include "meta/rowbuf.h"
 #include "meta/tuple.h"
 #include "src/base/clock.h"
 #include "src/base/log.h"
@@ -28,95 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROW_V1 1
-#define ROW_V2 2 /* v1 + owner (streams.h) */
-#define CAS_RETRIES 64
-
 /* ---------------------------------------------------------------- codecs */
-
-static int wr_owner(struct nv_buf *out, const struct meta_owner *o)
-{
-	int rc = nv_wr_u32(out, o->uid);
-
-	if (!rc)
-		rc = nv_wr_u32(out, o->gid);
-	if (!rc)
-		rc = nv_wr_u16(out, (uint16_t)(o->mode & 07777));
-	return rc;
-}
-
-/* The owner after the v1 fields of a row of version ver; a v1 row's is
- * root:root with mode dflt. */
-static void rd_owner(struct nv_rd *r, uint8_t ver, uint32_t dflt, struct meta_owner *o)
-{
-	if (ver == ROW_V1) {
-		o->uid = 0;
-		o->gid = 0;
-		o->mode = dflt;
-		return;
-	}
-	o->uid = nv_rd_u32(r);
-	o->gid = nv_rd_u32(r);
-	o->mode = nv_rd_u16(r); /* above 07777: corrupt (the decoders check) */
-}
-
-/* A row's owner, or the default when own is NULL. */
-static struct meta_owner owner_or_default(const struct meta_owner *own, uint32_t dflt)
-{
-	struct meta_owner o = { 0, 0, dflt };
-
-	if (own) {
-		o = *own;
-		o.mode &= 07777u;
-	}
-	return o;
-}
-
-int meta_bucket_encode(const struct meta_bucket *b, struct nv_buf *out)
-{
-	int rc;
-
-	nv_buf_reset(out);
-	rc = nv_wr_u8(out, ROW_V2);
-	if (!rc)
-		rc = nv_wr_u64(out, b->id);
-	if (!rc)
-		rc = nv_wr_u64(out, b->created_ns);
-	if (!rc)
-		rc = nv_wr_u8(out, b->default_class);
-	if (!rc)
-		rc = wr_owner(out, &b->own);
-	return rc;
-}
-
-int meta_bucket_decode(const void *p, size_t n, const char *name, struct meta_bucket *b)
-{
-	struct nv_rd r;
-	uint8_t ver;
-
-	nv_rd_init(&r, p, n);
-	memset(b, 0, sizeof(*b));
-	ver = nv_rd_u8(&r);
-	if (ver != ROW_V1 && ver != ROW_V2)
-		return -EBADMSG;
-	b->id = nv_rd_u64(&r);
-	b->created_ns = nv_rd_u64(&r);
-	b->default_class = nv_rd_u8(&r);
-	rd_owner(&r, ver, META_BUCKET_MODE, &b->own);
-	if (nv_rd_done(&r) || b->default_class >= NV_CLASS_COUNT || b->own.mode > 07777)
-		return -EBADMSG;
-	if (strlen(name) > META_BUCKET_NAME_MAX)
-		return -EBADMSG;
-	strcpy(b->name, name);
-	return 0;
-}
-
 int meta_stream_encode(const struct meta_stream *s, struct nv_buf *out)
 {
 	int rc;
 
 	nv_buf_reset(out);
-	rc = nv_wr_u8(out, ROW_V2);
+	rc = nv_wr_u8(out, META_ROW_V2);
 	if (!rc)
 		rc = nv_wr_u64(out, s->id);
 	if (!rc)
@@ -134,7 +49,7 @@ int meta_stream_encode(const struct meta_stream *s, struct nv_buf *out)
 	if (!rc)
 		rc = nv_wr_u64(out, s->deleted_ns);
 	if (!rc)
-		rc = wr_owner(out, &s->own);
+		rc = meta_owner_write(out, &s->own);
 	return rc;
 }
 
@@ -158,7 +73,7 @@ int meta_stream_decode(const void *p, size_t n, struct meta_stream *s)
 	nv_rd_init(&r, p, n);
 	memset(s, 0, sizeof(*s));
 	ver = nv_rd_u8(&r);
-	if (ver != ROW_V1 && ver != ROW_V2)
+	if (ver != META_ROW_V1 && ver != META_ROW_V2)
 		return -EBADMSG;
 	s->id = nv_rd_u64(&r);
 	if (rd_name(&r, s->bucket, sizeof(s->bucket)) ||
@@ -169,373 +84,10 @@ int meta_stream_decode(const void *p, size_t n, struct meta_stream *s)
 	s->trim_seq = nv_rd_u64(&r);
 	s->trim_byte = nv_rd_u64(&r);
 	s->deleted_ns = nv_rd_u64(&r);
-	rd_owner(&r, ver, META_STREAM_MODE, &s->own);
+	meta_owner_read(&r, ver, META_STREAM_MODE, &s->own);
 	if (nv_rd_done(&r) || s->cls >= NV_CLASS_COUNT || s->own.mode > 07777)
 		return -EBADMSG;
 	return 0;
-}
-
-/* ---------------------------------------------------------------- helpers */
-
-struct rowbufs {
-	struct nv_buf k, v, k2, v2, k3, v3;
-};
-
-static void rb_init(struct rowbufs *b)
-{
-	nv_buf_init(&b->k, KV_KEY_MAX);
-	nv_buf_init(&b->v, KV_VAL_MAX);
-	nv_buf_init(&b->k2, KV_KEY_MAX);
-	nv_buf_init(&b->v2, KV_VAL_MAX);
-	nv_buf_init(&b->k3, KV_KEY_MAX);
-	nv_buf_init(&b->v3, KV_VAL_MAX);
-}
-
-static void rb_free(struct rowbufs *b)
-{
-	nv_buf_free(&b->k);
-	nv_buf_free(&b->v);
-	nv_buf_free(&b->k2);
-	nv_buf_free(&b->v2);
-	nv_buf_free(&b->k3);
-	nv_buf_free(&b->v3);
-}
-
-/* Read bucket name's row into b->v (its key in b->k), *ver its version. */
-static int bucket_row_read(struct kv *kv, struct rowbufs *b, const char *name, uint64_t *ver)
-{
-	int rc = key_bucket(&b->k, name);
-
-	return rc ? rc : kv_get(kv, b->k.ptr, b->k.len, &b->v, ver);
-}
-
-/* kv_cas_run() with the row buffers b (inside arg) set up around it. */
-static int rows_cas(struct kv *kv, const struct kv_cas *how, void *arg, struct rowbufs *b)
-{
-	int rc;
-
-	rb_init(b);
-	rc = kv_cas_run(kv, how, arg, NULL);
-	rb_free(b);
-	return rc;
-}
-
-/* Read the id counter: *next is the id to hand out, *ver its version (0
- * when the counter was never written; ids start at 1). */
-static int id_counter_read(struct kv *kv, struct nv_buf *k, struct nv_buf *v,
-			   uint64_t *next, uint64_t *ver)
-{
-	int rc = key_id_counter(k);
-	struct nv_rd r;
-
-	if (rc)
-		return rc;
-	rc = kv_get(kv, k->ptr, k->len, v, ver);
-	if (rc == -ENOENT) {
-		*next = 1;
-		*ver = 0;
-		return 0;
-	}
-	if (rc)
-		return rc;
-	nv_rd_init(&r, v->ptr, v->len);
-	*next = nv_rd_u64(&r);
-	return nv_rd_done(&r);
-}
-
-static int txn_add_counter(struct kv_txn *t, struct nv_buf *k, uint64_t next, uint64_t ver)
-{
-	uint8_t val[8];
-	int rc;
-
-	for (int i = 0; i < 8; i++)
-		val[i] = (uint8_t)(next >> (8 * i));
-	rc = kv_txn_cmp_ver(t, k->ptr, k->len, ver);
-	return rc ? rc : kv_txn_put(t, k->ptr, k->len, val, 8);
-}
-
-/* ---------------------------------------------------------------- buckets */
-
-int meta_bucket_get(struct kv *kv, const char *name, struct meta_bucket *out)
-{
-	struct nv_buf k, v;
-	int rc;
-
-	if (strlen(name) > META_BUCKET_NAME_MAX)
-		return -ENOENT;
-	nv_buf_init(&k, KV_KEY_MAX);
-	nv_buf_init(&v, KV_VAL_MAX);
-	rc = key_bucket(&k, name);
-	if (!rc)
-		rc = kv_get(kv, k.ptr, k.len, &v, NULL);
-	if (!rc)
-		rc = meta_bucket_decode(v.ptr, v.len, name, out);
-	nv_buf_free(&k);
-	nv_buf_free(&v);
-	return rc;
-}
-
-struct bucket_create_arg {
-	struct rowbufs b;
-	const char *name;
-	unsigned cls;
-	const struct meta_owner *own;
-	struct meta_bucket bk;
-};
-
-static int bucket_create_build(void *arg, struct kv *kv, struct kv_txn *t)
-{
-	struct bucket_create_arg *a = arg;
-	struct rowbufs *b = &a->b;
-	uint64_t next, cver;
-	int rc = id_counter_read(kv, &b->k2, &b->v2, &next, &cver);
-
-	if (rc)
-		return rc;
-	a->bk.id = next;
-	a->bk.created_ns = nv_now_wall_ns();
-	a->bk.default_class = (uint8_t)a->cls;
-	a->bk.own = owner_or_default(a->own, META_BUCKET_MODE);
-	strcpy(a->bk.name, a->name);
-	rc = key_bucket(&b->k, a->name);
-	if (!rc)
-		rc = meta_bucket_encode(&a->bk, &b->v);
-	if (!rc)
-		rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, 0);
-	if (!rc)
-		rc = txn_add_counter(t, &b->k2, next + 1, cver);
-	if (!rc)
-		rc = kv_txn_put(t, b->k.ptr, b->k.len, b->v.ptr, b->v.len);
-	return rc;
-}
-
-/* Lost the race: to a creator of the same bucket (-EEXIST), or retry. */
-static int bucket_create_cancelled(void *arg, struct kv *kv)
-{
-	struct bucket_create_arg *a = arg;
-	struct meta_bucket tmp;
-
-	return meta_bucket_get(kv, a->name, &tmp) == 0 ? -EEXIST : -ECANCELED;
-}
-
-int meta_bucket_create(struct kv *kv, const char *name, unsigned default_class,
-		       const struct meta_owner *own, struct meta_bucket *out)
-{
-	static const struct kv_cas how = {
-		.build = bucket_create_build,
-		.cancelled = bucket_create_cancelled,
-		.attempts = CAS_RETRIES,
-		.retry_eagain = true,
-	};
-	struct bucket_create_arg a = { .name = name, .cls = default_class, .own = own };
-	int rc;
-
-	if (strlen(name) > META_BUCKET_NAME_MAX || default_class >= NV_CLASS_COUNT)
-		return -EINVAL;
-	rc = rows_cas(kv, &how, &a, &a.b);
-	if (!rc && out)
-		*out = a.bk;
-	return rc;
-}
-
-struct any_arg {
-	int found;
-};
-
-static int any_fn(void *arg, const uint8_t *key, size_t klen, const uint8_t *val,
-		  size_t vlen, uint64_t ver)
-{
-	((struct any_arg *)arg)->found = 1;
-	return 1;
-}
-
-struct bucket_arg {
-	struct rowbufs b;
-	const char *name;
-	unsigned cls;                 /* meta_bucket_set_class() */
-	const struct meta_owner *own; /* meta_bucket_set_owner(); NULL: set cls */
-};
-
-static int bucket_delete_build(void *arg, struct kv *kv, struct kv_txn *t)
-{
-	struct bucket_arg *a = arg;
-	struct rowbufs *b = &a->b;
-	struct any_arg any = { 0 };
-	uint64_t ver;
-	int rc;
-
-	rc = bucket_row_read(kv, b, a->name, &ver);
-	if (!rc)
-		rc = key_stream_names_of(&b->k2, a->name);
-	if (!rc) {
-		rc = nv_buf_add(&b->k3, b->k2.ptr, b->k2.len);
-		if (!rc)
-			rc = nv_tup_prefix_end(&b->k3);
-	}
-	if (!rc)
-		rc = kv_range(kv, b->k2.ptr, b->k2.len, b->k3.ptr, b->k3.len, 1, false, any_fn,
-			      &any);
-	nv_buf_reset(&b->k3);
-	if (rc)
-		return rc;
-	if (any.found)
-		return -ENOTEMPTY;
-	rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, ver);
-	if (!rc)
-		rc = kv_txn_del(t, b->k.ptr, b->k.len);
-	return rc;
-}
-
-int meta_bucket_delete(struct kv *kv, const char *name)
-{
-	static const struct kv_cas how = {
-		.build = bucket_delete_build,
-		.attempts = CAS_RETRIES,
-	};
-	struct bucket_arg a = { .name = name };
-
-	if (strlen(name) > META_BUCKET_NAME_MAX)
-		return -ENOENT;
-	return rows_cas(kv, &how, &a, &a.b);
-}
-
-/* Rewrite the bucket row with a->own, or else a->cls. */
-static int bucket_set_build(void *arg, struct kv *kv, struct kv_txn *t)
-{
-	struct bucket_arg *a = arg;
-	struct rowbufs *b = &a->b;
-	struct meta_bucket bk;
-	uint64_t ver;
-	int rc;
-
-	rc = bucket_row_read(kv, b, a->name, &ver);
-	if (!rc)
-		rc = meta_bucket_decode(b->v.ptr, b->v.len, a->name, &bk);
-	if (rc)
-		return rc;
-	if (a->own)
-		bk.own = owner_or_default(a->own, META_BUCKET_MODE);
-	else
-		bk.default_class = (uint8_t)a->cls;
-	rc = meta_bucket_encode(&bk, &b->v);
-	if (!rc)
-		rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, ver);
-	if (!rc)
-		rc = kv_txn_put(t, b->k.ptr, b->k.len, b->v.ptr, b->v.len);
-	return rc;
-}
-
-static int bucket_set(struct kv *kv, struct bucket_arg *a)
-{
-	static const struct kv_cas how = {
-		.build = bucket_set_build,
-		.attempts = CAS_RETRIES,
-	};
-
-	if (strlen(a->name) > META_BUCKET_NAME_MAX)
-		return -ENOENT;
-	return rows_cas(kv, &how, a, &a->b);
-}
-
-int meta_bucket_set_class(struct kv *kv, const char *name, unsigned cls)
-{
-	struct bucket_arg a = { .name = name, .cls = cls };
-
-	if (cls >= NV_CLASS_COUNT)
-		return -EINVAL;
-	return bucket_set(kv, &a);
-}
-
-int meta_bucket_set_owner(struct kv *kv, const char *name, const struct meta_owner *own)
-{
-	struct bucket_arg a = { .name = name, .own = own };
-
-	return bucket_set(kv, &a);
-}
-
-#define BUCKET_PAGE 64
-
-struct bucket_page {
-	struct meta_bucket rows[BUCKET_PAGE];
-	int n;
-};
-
-static int bucket_visit(void *arg, const uint8_t *key, size_t klen,
-			const uint8_t *val, size_t vlen, uint64_t ver)
-{
-	struct bucket_page *pg = arg;
-	struct nv_tup_rd r;
-	char tagbuf[8], name[META_BUCKET_NAME_MAX + 1];
-
-	nv_tup_rd_init(&r, key, klen);
-	if (nv_tup_get_str(&r, tagbuf, sizeof(tagbuf), NULL) ||
-	    nv_tup_get_str(&r, name, sizeof(name), NULL) || !nv_tup_rd_end(&r) ||
-	    meta_bucket_decode(val, vlen, name, &pg->rows[pg->n])) {
-		nv_log(NV_WARN, NV_SUB_META, "skipping a malformed bucket row");
-		return 0;
-	}
-	pg->n++;
-	return pg->n == BUCKET_PAGE ? 1 : 0;
-}
-
-/* Range [space + after + 0x00 .. space end): keys strictly after `after`. */
-static int list_after(struct kv *kv, struct nv_buf *space, const char *after,
-		      kv_visit_fn fn, void *arg)
-{
-	struct nv_buf start, end;
-	int rc;
-
-	nv_buf_init(&start, KV_KEY_MAX);
-	nv_buf_init(&end, KV_KEY_MAX);
-	rc = nv_buf_add(&end, space->ptr, space->len);
-	if (!rc)
-		rc = nv_tup_prefix_end(&end);
-	if (!rc)
-		rc = nv_buf_add(&start, space->ptr, space->len);
-	if (!rc && after && *after) {
-		/* after's own key + one byte sorts right after it and before
-		 * any longer name. */
-		rc = nv_tup_add_str(&start, after);
-		if (!rc)
-			rc = nv_buf_add_u8(&start, 0);
-	}
-	if (!rc)
-		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, 0, false, fn, arg);
-	nv_buf_free(&start);
-	nv_buf_free(&end);
-	return rc;
-}
-
-int meta_bucket_list(struct kv *kv, const char *after, meta_bucket_fn fn, void *arg)
-{
-	struct bucket_page *pg = calloc(1, sizeof(*pg));
-	char cursor[META_BUCKET_NAME_MAX + 1] = "";
-	struct nv_buf sp;
-	int rc;
-
-	if (!pg)
-		return -ENOMEM;
-	if (after)
-		snprintf(cursor, sizeof(cursor), "%s", after);
-	nv_buf_init(&sp, KV_KEY_MAX);
-	rc = key_bucket_space(&sp);
-	/* Pages are collected first and handed to fn afterwards, so fn may
-	 * call back into the kv. */
-	while (!rc) {
-		pg->n = 0;
-		rc = list_after(kv, &sp, cursor, bucket_visit, pg);
-		if (rc < 0)
-			break;
-		rc = 0;
-		for (int i = 0; i < pg->n && !rc; i++)
-			rc = fn(arg, &pg->rows[i]);
-		if (rc || pg->n < BUCKET_PAGE)
-			break;
-		snprintf(cursor, sizeof(cursor), "%s", pg->rows[pg->n - 1].name);
-	}
-	nv_buf_free(&sp);
-	free(pg);
-	return rc < 0 ? rc : 0;
 }
 
 /* ---------------------------------------------------------------- streams */
@@ -573,7 +125,7 @@ static int name_row_read(struct kv *kv, const char *bucket, const char *name,
 		rc = kv_get(kv, k.ptr, k.len, &v, ver);
 	if (!rc) {
 		nv_rd_init(&r, v.ptr, v.len);
-		if (nv_rd_u8(&r) != ROW_V1)
+		if (nv_rd_u8(&r) != META_ROW_V1)
 			rc = -EBADMSG;
 		*id = nv_rd_u64(&r);
 		if (!rc)
@@ -601,7 +153,7 @@ int meta_stream_lookup(struct kv *kv, const char *bucket, const char *name,
 }
 
 struct stream_create_arg {
-	struct rowbufs b;
+	struct meta_rowbufs b;
 	const char *bucket, *name;
 	int cls;
 	uint64_t now_ns;
@@ -612,7 +164,7 @@ struct stream_create_arg {
 static int stream_create_build(void *arg, struct kv *kv, struct kv_txn *t)
 {
 	struct stream_create_arg *a = arg;
-	struct rowbufs *b = &a->b;
+	struct meta_rowbufs *b = &a->b;
 	struct meta_stream *s = &a->s;
 	struct meta_bucket bk;
 	uint64_t bver, next, cver;
@@ -621,11 +173,11 @@ static int stream_create_build(void *arg, struct kv *kv, struct kv_txn *t)
 
 	/* The bucket row: must exist; rewriting it bumps its version so a
 	 * concurrent rmdir's compare fails (invariant 3). */
-	rc = bucket_row_read(kv, b, a->bucket, &bver);
+	rc = meta_bucket_row_read(kv, b, a->bucket, &bver);
 	if (!rc)
 		rc = meta_bucket_decode(b->v.ptr, b->v.len, a->bucket, &bk);
 	if (!rc)
-		rc = id_counter_read(kv, &b->k2, &b->v2, &next, &cver);
+		rc = meta_id_counter_read(kv, &b->k2, &b->v2, &next, &cver);
 	if (rc)
 		return rc;
 	memset(s, 0, sizeof(*s));
@@ -634,17 +186,17 @@ static int stream_create_build(void *arg, struct kv *kv, struct kv_txn *t)
 	strcpy(s->name, a->name);
 	s->cls = (uint8_t)(a->cls < 0 ? bk.default_class : a->cls);
 	s->created_ns = a->now_ns;
-	s->own = owner_or_default(a->own, META_STREAM_MODE);
+	meta_owner_or_default(a->own, META_STREAM_MODE, &s->own);
 	rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, bver);
 	if (!rc)
 		rc = kv_txn_put(t, b->k.ptr, b->k.len, b->v.ptr, b->v.len);
 	if (!rc)
-		rc = txn_add_counter(t, &b->k2, next + 1, cver);
+		rc = meta_id_counter_txn_put(t, &b->k2, next + 1, cver);
 	if (!rc)
 		rc = key_stream_name(&b->k3, a->bucket, a->name);
 	if (!rc)
 		rc = kv_txn_cmp_ver(t, b->k3.ptr, b->k3.len, 0);
-	nv[0] = ROW_V1;
+	nv[0] = META_ROW_V1;
 	for (int j = 0; j < 8; j++)
 		nv[1 + j] = (uint8_t)(s->id >> (8 * j));
 	if (!rc)
@@ -676,7 +228,7 @@ int meta_stream_create(struct kv *kv, const char *bucket, const char *name,
 	static const struct kv_cas how = {
 		.build = stream_create_build,
 		.cancelled = stream_create_cancelled,
-		.attempts = CAS_RETRIES,
+		.attempts = META_CAS_RETRIES,
 	};
 	struct stream_create_arg a = { .bucket = bucket, .name = name, .cls = cls,
 				       .now_ns = now_ns, .own = own };
@@ -686,7 +238,7 @@ int meta_stream_create(struct kv *kv, const char *bucket, const char *name,
 		return -ENAMETOOLONG;
 	if (cls >= NV_CLASS_COUNT)
 		return -EINVAL;
-	rc = rows_cas(kv, &how, &a, &a.b);
+	rc = meta_rows_cas(kv, &how, &a, &a.b);
 	if (!rc && out)
 		*out = a.s;
 	return rc;
@@ -710,7 +262,7 @@ static int set_trim_fn(struct meta_stream *s, void *arg)
 }
 
 struct stream_update_arg {
-	struct rowbufs b;
+	struct meta_rowbufs b;
 	uint64_t id;
 	int (*mutate)(struct meta_stream *s, void *arg);
 	void *arg;
@@ -721,7 +273,7 @@ struct stream_update_arg {
 static int stream_update_build(void *arg, struct kv *kv, struct kv_txn *t)
 {
 	struct stream_update_arg *a = arg;
-	struct rowbufs *b = &a->b;
+	struct meta_rowbufs *b = &a->b;
 	struct meta_stream s;
 	uint64_t ver;
 	int rc;
@@ -766,12 +318,12 @@ static int stream_update(struct kv *kv, uint64_t id,
 {
 	static const struct kv_cas how = {
 		.build = stream_update_build,
-		.attempts = CAS_RETRIES,
+		.attempts = META_CAS_RETRIES,
 	};
 	struct stream_update_arg a = { .id = id, .mutate = mutate, .arg = arg,
 				       .drop_name = drop_name, .now_ns = now_ns };
 
-	return rows_cas(kv, &how, &a, &a.b);
+	return meta_rows_cas(kv, &how, &a, &a.b);
 }
 
 int meta_stream_delete(struct kv *kv, uint64_t id, uint64_t now_ns)
@@ -794,7 +346,7 @@ int meta_stream_set_class(struct kv *kv, uint64_t id, unsigned cls)
 
 static int set_owner_fn(struct meta_stream *s, void *arg)
 {
-	s->own = owner_or_default(arg, META_STREAM_MODE);
+	meta_owner_or_default(arg, META_STREAM_MODE, &s->own);
 	return 0;
 }
 
@@ -806,7 +358,7 @@ int meta_stream_set_owner(struct kv *kv, uint64_t id, const struct meta_owner *o
 }
 
 struct rename_arg {
-	struct rowbufs b;
+	struct meta_rowbufs b;
 	const char *bucket, *from, *to;
 	bool noreplace;
 	uint64_t now_ns;
@@ -815,7 +367,7 @@ struct rename_arg {
 
 /* Put a stream row (key and value built in b->k3/b->v3) under a compare
  * of the version ver read. */
-static int txn_put_stream(struct kv_txn *t, struct rowbufs *b, const struct meta_stream *s,
+static int txn_put_stream(struct kv_txn *t, struct meta_rowbufs *b, const struct meta_stream *s,
 			  uint64_t ver)
 {
 	int rc = key_stream_id(&b->k3, s->id);
@@ -835,7 +387,7 @@ static int txn_put_stream(struct kv_txn *t, struct rowbufs *b, const struct meta
 static int rename_drop_target(struct rename_arg *a, struct kv *kv, struct kv_txn *t,
 			      uint64_t tid)
 {
-	struct rowbufs *b = &a->b;
+	struct meta_rowbufs *b = &a->b;
 	struct meta_stream ts;
 	uint64_t ver;
 	int rc = meta_stream_get(kv, tid, &ts, &ver);
@@ -855,7 +407,7 @@ static int rename_drop_target(struct rename_arg *a, struct kv *kv, struct kv_txn
 static int rename_build(void *arg, struct kv *kv, struct kv_txn *t)
 {
 	struct rename_arg *a = arg;
-	struct rowbufs *b = &a->b;
+	struct meta_rowbufs *b = &a->b;
 	struct meta_stream s;
 	uint64_t id, fver, sver, tid, tver = 0;
 	uint8_t nv[9];
@@ -883,7 +435,7 @@ static int rename_build(void *arg, struct kv *kv, struct kv_txn *t)
 		rc = kv_txn_cmp_ver(t, b->k.ptr, b->k.len, fver);
 	if (!rc)
 		rc = kv_txn_del(t, b->k.ptr, b->k.len);
-	nv[0] = ROW_V1;
+	nv[0] = META_ROW_V1;
 	for (int j = 0; j < 8; j++)
 		nv[1 + j] = (uint8_t)(id >> (8 * j));
 	if (!rc)
@@ -901,7 +453,7 @@ int meta_stream_rename(struct kv *kv, const char *bucket, const char *from, cons
 {
 	static const struct kv_cas how = {
 		.build = rename_build,
-		.attempts = CAS_RETRIES,
+		.attempts = META_CAS_RETRIES,
 	};
 	struct rename_arg a = { .bucket = bucket, .from = from, .to = to,
 				.noreplace = noreplace, .now_ns = now_ns };
@@ -916,7 +468,7 @@ int meta_stream_rename(struct kv *kv, const char *bucket, const char *from, cons
 		return -ENAMETOOLONG;
 	if (!strcmp(from, to))
 		return meta_stream_lookup(kv, bucket, from, &tmp);
-	rc = rows_cas(kv, &how, &a, &a.b);
+	rc = meta_rows_cas(kv, &how, &a, &a.b);
 	if (!rc && replaced)
 		*replaced = a.replaced;
 	return rc;
@@ -954,7 +506,7 @@ static int name_visit(void *arg, const uint8_t *key, size_t klen,
 	    nv_tup_get_str(&r, a->last, sizeof(a->last), NULL))
 		return -EBADMSG;
 	nv_rd_init(&vr, val, vlen);
-	if (nv_rd_u8(&vr) != ROW_V1)
+	if (nv_rd_u8(&vr) != META_ROW_V1)
 		return -EBADMSG;
 	a->ids[a->n++] = nv_rd_u64(&vr);
 	if (nv_rd_done(&vr))
@@ -984,7 +536,7 @@ int meta_stream_list(struct kv *kv, const char *bucket, const char *after,
 
 		a->n = 0;
 		strcpy(cursor, a->last);
-		rc = list_after(kv, &sp, cursor, name_visit, a);
+		rc = meta_list_after(kv, &sp, cursor, name_visit, a);
 		if (rc < 0)
 			break;
 		rc = 0;

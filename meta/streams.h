@@ -1,21 +1,18 @@
 /*
- * streams.h - bucket and stream rows.
+ * streams.h - stream rows (bucket rows: meta/buckets.h, included).
  *
- * For: the namespace (buckets, streams by name and by id), stream ids,
+ * For: the namespace (streams by name and by id), stream ids,
  * a stream's class, trim watermark and tombstone.  Not for: where a
  * stream's bytes are (meta/refs.h) or its in-memory state
  * (engine/stream.h).
  *
  * Rows (keys in meta/keys.h; values versioned, little-endian, decoded
  * with src/base/wire.h):
- *   bucket   v1: id, created_ns, default class
- *            v2: v1, then owner uid, gid (u32 each), mode (u16)
  *   name     v1: stream id                       (absent once deleted)
  *   stream   v1: id, bucket, name, class, created_ns, trim_seq,
  *                trim_byte, deleted_ns (0 = live)
  *            v2: v1, then owner uid, gid (u32 each), mode (u16)
- * Writers write v2; a v1 row decodes as root:root with the default mode
- * (META_BUCKET_MODE / META_STREAM_MODE).
+ * Writers write v2; a v1 row decodes as root:root META_STREAM_MODE.
  *
  * Invariants:
  *  1. Ids come from one counter and are never reused, so a stream that
@@ -35,32 +32,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "meta/buckets.h"
 #include "meta/kv.h"
 #include "src/base/names.h"
 
-/* Classes and name limits are the shared vocabulary (src/base/names.h);
- * the row buffers below are sized by it. */
-#define META_BUCKET_NAME_MAX NV_BUCKET_NAME_MAX
 #define META_STREAM_NAME_MAX NV_STREAM_NAME_MAX
-
-/* Who owns a bucket or stream: uid, gid and the permission bits (07777;
- * the file type is not stored). */
-struct meta_owner {
-	uint32_t uid;
-	uint32_t gid;
-	uint32_t mode;
-};
-
-#define META_BUCKET_MODE 0755u /* of a v1 bucket row, and the default */
-#define META_STREAM_MODE 0644u /* of a v1 stream row, and the default */
-
-struct meta_bucket {
-	char name[META_BUCKET_NAME_MAX + 1];
-	uint64_t id;
-	uint64_t created_ns;
-	uint8_t default_class;
-	struct meta_owner own;
-};
 
 struct meta_stream {
 	uint64_t id;
@@ -73,29 +49,6 @@ struct meta_stream {
 	uint64_t deleted_ns;
 	struct meta_owner own;
 };
-
-/* Create a bucket owned by own (borrowed; NULL: root:root
- * META_BUCKET_MODE).  0 and *out, -EEXIST, or a kv error. */
-int meta_bucket_create(struct kv *kv, const char *name, unsigned default_class,
-		       const struct meta_owner *own, struct meta_bucket *out)
-	__attribute__((warn_unused_result));
-/* 0 and *out, -ENOENT, or a kv error (-EBADMSG for a corrupt row). */
-int meta_bucket_get(struct kv *kv, const char *name, struct meta_bucket *out)
-	__attribute__((warn_unused_result));
-/* Delete an empty bucket: 0, -ENOENT, -ENOTEMPTY, or a kv error. */
-int meta_bucket_delete(struct kv *kv, const char *name) __attribute__((warn_unused_result));
-/* Set the default class of new streams.  0, -ENOENT, kv error. */
-int meta_bucket_set_class(struct kv *kv, const char *name, unsigned cls)
-	__attribute__((warn_unused_result));
-/* Set the owner and mode (own borrowed; mode bits above 07777 are
- * dropped).  0, -ENOENT, kv error. */
-int meta_bucket_set_owner(struct kv *kv, const char *name, const struct meta_owner *own)
-	__attribute__((warn_unused_result));
-/* Visit buckets in name order after `after` ("" for all).  fn returns 0
- * to go on, 1 to stop, -errno to fail. */
-typedef int (*meta_bucket_fn)(void *arg, const struct meta_bucket *b);
-int meta_bucket_list(struct kv *kv, const char *after, meta_bucket_fn fn, void *arg)
-	__attribute__((warn_unused_result));
 
 /*
  * Create a stream in bucket.  cls < 0 takes the bucket's default class;
@@ -160,9 +113,4 @@ int meta_stream_encode(const struct meta_stream *s, struct nv_buf *out)
 	__attribute__((warn_unused_result));
 int meta_stream_decode(const void *p, size_t n, struct meta_stream *s)
 	__attribute__((warn_unused_result));
-int meta_bucket_encode(const struct meta_bucket *b, struct nv_buf *out)
-	__attribute__((warn_unused_result));
-int meta_bucket_decode(const void *p, size_t n, const char *name, struct meta_bucket *b)
-	__attribute__((warn_unused_result));
-
 #endif
