@@ -5,12 +5,15 @@
  * auditor calls settle_chain() for a chain; it schedules in chain
  * coordinates:
  *
- *   era      the chain's unresolved batch markers from the first one up to
- *            the last whose ripening time has passed (bounded by the fetch
- *            cache budget): one group settle job
+ *   era      the chain's batch markers whose ripening time has passed, in
+ *            slot order (a marker still waiting is skipped, never a
+ *            stop; bounded by the fetch cache budget): one group settle
+ *            job
  *   judge    streams that are deleted, or whose window lies wholly below
  *            their trim point, resolve without staging a byte
- *   warm     the era's bundles are copied once into the fetch cache
+ *   warm     the slots of the era's markers that hold a qualifying
+ *            stream are copied once into the fetch cache (none when no
+ *            stream qualifies)
  *   qualify  a stream settles when its bytes in the era reach the trigger
  *            (a linger-ripened era) or when its oldest batch in the era
  *            has reached the class's age cap (everything standing goes);

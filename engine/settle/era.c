@@ -9,8 +9,13 @@
  * publish.c, commit.c).
  *
  * Invariants:
- *  1. An era is the chain's markers from the first up to the last ripe
- *     one, bounded by ERA_MARKERS_MAX and the fetch budget.
+ *  1. An era is the chain's ripe markers in slot order, bounded by
+ *     ERA_MARKERS_MAX and the fetch budget; a marker waiting for its
+ *     ripening time (its age cap, for residue) is skipped, so it never
+ *     hides the ripe markers behind it.
+ *  3. Only the slots of markers holding a stream that settles are
+ *     warmed; a marker of residue and dropped streams only resolves
+ *     without a byte staged.
  *  2. Markers are resolved only after every worker has finished, and
  *     keep exactly the streams left RESIDUE.
  *
@@ -57,11 +62,19 @@ void settle_era_free(struct era *e)
 
 /* ------------------------------------------------------------ collect */
 
+/* Take the ripe markers (settle.h "era"): a marker still waiting for
+ * its ripening time (residue re-scheduled to its age cap) is skipped,
+ * never a stop, so it cannot hide the ripe markers behind it.  The
+ * era ends at ERA_MARKERS_MAX ripe markers or the fetch budget. */
 static int collect_marker(void *arg, const struct meta_marker *m)
 {
 	struct era *e = arg;
 	struct meta_marker *c;
 
+	if (m->ripe_ns > e->now) {
+		e->waiting++;
+		return 0;
+	}
 	if (e->nmarks == ERA_MARKERS_MAX ||
 	    (e->nmarks > 0 && e->est_bytes >= e->cfg->fetch_budget))
 		return 1;
@@ -92,21 +105,14 @@ static int collect_marker(void *arg, const struct meta_marker *m)
 int settle_era_collect(struct era *e)
 {
 	const struct meta_chain *c = &e->chain;
-	uint32_t last = UINT32_MAX;
 	int rc;
 
 	assert_era_state(e, ERA_NEW);
 	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_marker, e);
 	if (rc)
 		return rc;
-	for (uint32_t i = 0; i < e->nmarks; i++)
-		if (e->marks[i].ripe_ns <= e->now)
-			last = i;
-	if (last == UINT32_MAX)
+	if (e->nmarks == 0)
 		return 0; /* nothing ripe */
-	for (uint32_t i = last + 1; i < e->nmarks; i++)
-		meta_marker_clear(&e->marks[i]);
-	e->nmarks = last + 1;
 	e->state = ERA_COLLECTED;
 	return 0;
 }
@@ -219,8 +225,23 @@ static bool era_cancelled(const struct era *e)
 	return e->cfg->cancelled && e->cfg->cancelled(e->cfg->cancel_arg);
 }
 
+static const struct era_stream *find_stream(const struct era *e, uint64_t id);
+
+/* Does marker m hold a stream this era settles? */
+static bool marker_settles(const struct era *e, const struct meta_marker *m)
+{
+	for (uint32_t i = 0; i < m->nstreams; i++) {
+		const struct era_stream *es = find_stream(e, m->streams[i].stream_id);
+
+		if (es && es->outcome == PENDING)
+			return true;
+	}
+	return false;
+}
+
 /*
- * Warm exactly the era's bundles (each read once).  Over the budget
+ * Warm exactly the era's bundles (each read once): the slots of the
+ * markers that hold a stream to settle (invariant 3).  Over the budget
  * (-ENOBUFS) the workers read a bundle from the store instead; a slot the
  * store cannot give (a zone down, no good copy) fails the era here, after
  * one slot's cost, not one per slot: the era re-runs at the next pass.
@@ -229,23 +250,29 @@ int settle_era_warm(struct era *e)
 {
 	const struct settle_cfg *cfg = e->cfg;
 	const struct meta_chain *c = &e->chain;
-	uint64_t first = e->marks[0].first_slot, end = e->marks[e->nmarks - 1].end_slot;
 
 	assert_era_state(e, ERA_JUDGED);
-	for (uint64_t slot = first; slot < end; slot++) {
-		char key[CHAIN_KEY_MAX];
-		int w;
+	for (uint32_t i = 0; i < e->nmarks; i++) {
+		const struct meta_marker *m = &e->marks[i];
 
-		if (era_cancelled(e))
-			return -ESHUTDOWN;
-		chain_slot_key(key, sizeof(key), c->cls, c->star, c->epoch, slot);
-		w = fetch_cache_warm(cfg->fc, key);
-		if (w && w != -ENOBUFS && w != -ENOENT) {
-			nv_log(NV_WARN, NV_SUB_SETTLE, "%s: unreadable (%s); the era [%llu, %llu) "
-			       "settles later", key, strerror(-w), (unsigned long long)first,
-			       (unsigned long long)end);
-			fetch_cache_clear(cfg->fc);
-			return w;
+		if (!marker_settles(e, m))
+			continue;
+		for (uint64_t slot = m->first_slot; slot < m->end_slot; slot++) {
+			char key[CHAIN_KEY_MAX];
+			int w;
+
+			if (era_cancelled(e))
+				return -ESHUTDOWN;
+			chain_slot_key(key, sizeof(key), c->cls, c->star, c->epoch, slot);
+			w = fetch_cache_warm(cfg->fc, key);
+			if (w && w != -ENOBUFS && w != -ENOENT) {
+				nv_log(NV_WARN, NV_SUB_SETTLE, "%s: unreadable (%s); the era's "
+				       "marker at slot %llu settles later", key, strerror(-w),
+				       (unsigned long long)m->first_slot);
+				fetch_cache_clear(cfg->fc);
+				return w;
+			}
+			e->warmed++;
 		}
 	}
 	e->state = ERA_WARM;

@@ -133,6 +133,8 @@ struct era {
 	struct meta_marker *marks;
 	uint32_t nmarks, cap;
 	uint64_t est_bytes;
+	uint32_t waiting;   /* markers seen not ripe yet (skipped) */
+	uint32_t warmed;    /* slots warmed */
 	struct era_stream *streams;
 	uint32_t nstreams;
 	pthread_mutex_t lock;
@@ -224,13 +226,14 @@ static inline void assert_job_state(const struct settle_job *j, enum job_state w
 void settle_era_init(struct era *e, const struct settle_cfg *cfg, const struct meta_chain *c,
 		     uint64_t now_ns);
 void settle_era_free(struct era *e);
-/* NEW -> COLLECTED: the markers up to the last ripe one.  0 and
- * COLLECTED, 0 with e->nmarks == 0 (nothing ripe; state stays NEW), or
- * -errno. */
+/* NEW -> COLLECTED: the ripe markers in slot order (markers still
+ * waiting are skipped and counted in e->waiting).  0 and COLLECTED, 0
+ * with e->nmarks == 0 (nothing ripe; state stays NEW), or -errno. */
 int settle_era_collect(struct era *e) __attribute__((warn_unused_result));
 /* COLLECTED -> JUDGED: the era's streams, each judged. */
 int settle_era_judge(struct era *e) __attribute__((warn_unused_result));
-/* JUDGED -> WARM: the era's bundles in the fetch cache. */
+/* JUDGED -> WARM: the slots of the era's markers that hold a stream
+ * to settle, in the fetch cache (nothing when no stream qualifies). */
 int settle_era_warm(struct era *e) __attribute__((warn_unused_result));
 /* WARM -> ASSEMBLED: every PENDING stream through settle_stream(). */
 void settle_era_assemble(struct era *e);

@@ -295,6 +295,28 @@ static int ripe_fn(void *arg, const struct meta_marker *m)
 	return 0;
 }
 
+struct marker_copies {
+	struct meta_marker m[64];
+	unsigned n;
+};
+
+/* Deep copies of up to 64 markers (the caller clears them). */
+static int copy_marker_fn(void *arg, const struct meta_marker *m)
+{
+	struct marker_copies *c = arg;
+	struct meta_marker *d;
+
+	if (c->n == 64)
+		return 1;
+	d = &c->m[c->n++];
+	*d = *m;
+	d->streams = calloc(m->nstreams ? m->nstreams : 1, sizeof(*d->streams));
+	if (!d->streams)
+		return -ENOMEM;
+	memcpy(d->streams, m->streams, m->nstreams * sizeof(*d->streams));
+	return 0;
+}
+
 /* ===================================================== the era plan */
 
 /* Which markers form the era and which streams qualify: the trigger
@@ -798,6 +820,106 @@ static void test_settle_resume_phases(void **state)
 	st_stop(&t);
 }
 
+
+/* ===================================================== era scheduling */
+
+/* Set ripe_ns (and crossed) of every marker holding stream id. */
+static void set_ripe(struct efx *f, uint64_t id, uint64_t ripe, int crossed)
+{
+	struct marker_copies *rs = calloc(1, sizeof(*rs));
+
+	assert_non_null(rs);
+	assert_int_equal(meta_marker_list(f->kv, f->o.cls, EFX_STAR, f->row.epoch, copy_marker_fn,
+					  rs), 0);
+	for (unsigned i = 0; i < rs->n; i++) {
+		struct meta_marker *m = &rs->m[i];
+		bool has = false;
+
+		for (uint32_t k = 0; k < m->nstreams; k++)
+			has |= m->streams[k].stream_id == id;
+		if (has) {
+			struct kv_txn *tx = kv_txn_new();
+
+			m->ripe_ns = ripe;
+			m->crossed = (uint8_t)crossed;
+			assert_non_null(tx);
+			assert_int_equal(meta_marker_txn_put(tx, m), 0);
+			assert_int_equal(kv_txn_commit(f->kv, tx, NULL), 0);
+			kv_txn_free(tx);
+		}
+		meta_marker_clear(m);
+	}
+	free(rs);
+}
+
+/* Item 1 of the density issue: markers of a trickling stream wait for
+ * their age cap at the front of the chain; the ripe markers of a hot
+ * stream behind them still form eras, even when the fetch budget (or
+ * ERA_MARKERS_MAX) would be spent on the waiting ones first. */
+static void test_settle_era_skips_waiting(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	uint64_t now = nv_now_wall_ns();
+	int rounds = 0, rc;
+
+	st_start(*state, &t);
+	b = efx_stream(t.f, "b", -1);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, b, 0, 2, 100);
+	efx_write_absorb(t.f, a, 0, 3, 700);
+	set_ripe(t.f, b->id, now + 3600 * NV_NS_PER_S, 0); /* waits for its cap */
+	set_ripe(t.f, a->id, now - 1, 1);                  /* ripened */
+	t.cfg.trigger_bytes = 500;
+	t.cfg.fetch_budget = 1; /* one marker per era */
+	while ((rc = settle_now(&t, now)) == 1)
+		rounds++;
+	assert_int_equal(rc, 0);
+	assert_true(rounds >= 1);
+	expect_settled(t.f, a->id, 3, 2100, NULL);
+	assert_int_equal(span_refs(t.f, b->id), 2); /* untouched */
+	assert_int_equal(count_markers(t.f), 2);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
+/* Item 2: only the slots of markers holding a stream that settles are
+ * warmed.  A ripe era of residue alone stages nothing; beside a settling
+ * stream, the residue-only marker's slot is not read. */
+static void test_settle_warm_only_qualifying(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	uint64_t now = nv_now_wall_ns();
+	char prefix[CHAIN_KEY_MAX];
+
+	st_start(*state, &t);
+	efx_chain_prefix(t.f, prefix);
+	b = efx_stream(t.f, "b", -1);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, b, 0, 2, 100);
+	set_ripe(t.f, b->id, now - 1, 1);
+	t.cfg.trigger_bytes = 1u << 20;
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(settle_now(&t, now), 1); /* markers re-ripen at the cap */
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_GET, prefix), 0);
+	assert_int_equal(span_refs(t.f, b->id), 2);
+
+	/* a's two markers settle; b's third marker (ripe, residue) is not
+	 * staged. */
+	efx_write_absorb(t.f, a, 0, 2, 600);
+	efx_write_absorb(t.f, b, 2, 1, 100);
+	set_ripe(t.f, a->id, now - 1, 1);
+	set_ripe(t.f, b->id, now - 1, 1);
+	t.cfg.trigger_bytes = 1000;
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(settle_now(&t, now), 1);
+	expect_settled(t.f, a->id, 2, 1200, NULL);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_GET, prefix), 2);
+	assert_int_equal(span_refs(t.f, b->id), 3);
+	st_stop(&t);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -815,6 +937,8 @@ int main(void)
 		T(test_settle_crash_after_commit),
 		T(test_settle_crash_before_resolve),
 		T(test_settle_resume_phases),
+		T(test_settle_era_skips_waiting),
+		T(test_settle_warm_only_qualifying),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
