@@ -29,6 +29,7 @@
 #include "src/base/failpoint.h"
 #include "src/base/lockcheck.h"
 #include "src/base/log.h"
+#include "src/base/u64map.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -56,28 +57,72 @@ void settle_era_free(struct era *e)
 	for (uint32_t i = 0; i < e->nstreams; i++)
 		free(e->streams[i].keys);
 	free(e->streams);
+	u64map_free(e->due);
 	pthread_mutex_destroy(&e->lock);
 	e->magic = 0;
 }
 
 /* ------------------------------------------------------------ collect */
 
-/* Take the ripe markers (settle.h "era"): a marker still waiting for
- * its ripening time (residue re-scheduled to its age cap) is skipped,
- * never a stop, so it cannot hide the ripe markers behind it.  The
- * era ends at ERA_MARKERS_MAX ripe markers or the fetch budget. */
-static int collect_marker(void *arg, const struct meta_marker *m)
+/*
+ * Collecting an era is two walks over the chain's markers (slot order):
+ *
+ *  1. due: the ripe markers (the first ERA_MARKERS_MAX, until the due
+ *     bytes reach the fetch budget) name the due streams, those whose own
+ *     part of a ripe marker has ripened (markers.h invariant 4); the last
+ *     of them ends the era.  Waiting markers are counted, not taken.
+ *  2. keep: up to that end, every ripe marker and every waiting marker
+ *     holding a due stream (its earlier batches, which settle with it:
+ *     settle.h invariant 2); a waiting marker of other streams alone is
+ *     skipped, so it never hides the ripe markers behind it.
+ */
+#define DUE ((void *)1) /* u64map value: the stream is due */
+
+static int collect_due(void *arg, const struct meta_marker *m)
+{
+	struct era *e = arg;
+
+	if (m->ripe_ns > e->now) {
+		e->waiting++;
+		if (m->birth_ns < e->oldest_birth)
+			e->oldest_birth = m->birth_ns;
+		return 0;
+	}
+	if (m->birth_ns < e->oldest_birth)
+		e->oldest_birth = m->birth_ns;
+	if (e->nripe == ERA_MARKERS_MAX || (e->nripe > 0 && e->est_bytes >= e->cfg->fetch_budget))
+		return 0; /* a later era's */
+	for (uint32_t i = 0; i < m->nstreams; i++) {
+		const struct meta_marker_stream *ms = &m->streams[i];
+
+		if (ms->ripe_ns > e->now)
+			continue;
+		if (u64map_put(e->due, ms->stream_id, DUE))
+			return -ENOMEM;
+		e->est_bytes += ms->bytes;
+	}
+	e->nripe++;
+	e->last_slot = m->first_slot;
+	return 0;
+}
+
+static bool holds_due(const struct era *e, const struct meta_marker *m)
+{
+	for (uint32_t i = 0; i < m->nstreams; i++)
+		if (u64map_get(e->due, m->streams[i].stream_id))
+			return true;
+	return false;
+}
+
+static int collect_keep(void *arg, const struct meta_marker *m)
 {
 	struct era *e = arg;
 	struct meta_marker *c;
 
-	if (m->ripe_ns > e->now) {
-		e->waiting++;
-		return 0;
-	}
-	if (e->nmarks == ERA_MARKERS_MAX ||
-	    (e->nmarks > 0 && e->est_bytes >= e->cfg->fetch_budget))
+	if (m->first_slot > e->last_slot || e->nmarks == ERA_MARKERS_MAX)
 		return 1;
+	if (m->ripe_ns > e->now && !holds_due(e, m))
+		return 0;
 	if (e->nmarks == e->cap) {
 		uint32_t ncap = e->cap ? e->cap * 2 : 16;
 		struct meta_marker *p = realloc(e->marks, ncap * sizeof(*p));
@@ -96,8 +141,6 @@ static int collect_marker(void *arg, const struct meta_marker *m)
 			return -ENOMEM;
 		memcpy(c->streams, m->streams, m->nstreams * sizeof(*c->streams));
 	}
-	for (uint32_t i = 0; i < m->nstreams; i++)
-		e->est_bytes += m->streams[i].bytes;
 	e->nmarks++;
 	return 0;
 }
@@ -108,11 +151,16 @@ int settle_era_collect(struct era *e)
 	int rc;
 
 	assert_era_state(e, ERA_NEW);
-	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_marker, e);
+	e->due = u64map_new(0);
+	if (!e->due)
+		return -ENOMEM;
+	e->oldest_birth = UINT64_MAX;
+	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_due, e);
+	if (rc || e->nripe == 0)
+		return rc; /* an error, or nothing ripe */
+	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_keep, e);
 	if (rc)
 		return rc;
-	if (e->nmarks == 0)
-		return 0; /* nothing ripe */
 	e->state = ERA_COLLECTED;
 	return 0;
 }
@@ -196,7 +244,7 @@ static int judge_streams(struct era *e)
 		}
 		if (rc)
 			return rc;
-		if (es->bytes >= cfg->trigger_bytes ||
+		if ((u64map_get(e->due, es->id) && es->bytes >= cfg->trigger_bytes) ||
 		    (es->oldest_birth != UINT64_MAX && e->now >= es->oldest_birth + cap))
 			es->outcome = PENDING;
 		else
@@ -345,8 +393,13 @@ static const struct era_stream *find_stream(const struct era *e, uint64_t id)
 	return lo < e->nstreams && e->streams[lo].id == id ? &e->streams[lo] : NULL;
 }
 
-/* Keep residue in the markers; delete markers with none.  *changed
- * counts the markers deleted or rewritten. */
+/*
+ * Keep residue in the markers; delete markers with none.  A residue
+ * stream whose part had ripened waits again for its age cap (or, past
+ * it, a failed settle, one retry delay); the others keep their own
+ * ripening; the marker ripens with its first stream (markers.h
+ * invariant 4).  *changed counts the markers deleted or rewritten.
+ */
 static int resolve_markers(struct era *e, int *changed)
 {
 	const struct settle_cfg *cfg = e->cfg;
@@ -355,16 +408,27 @@ static int resolve_markers(struct era *e, int *changed)
 
 	for (uint32_t i = 0; !rc && i < e->nmarks; i++) {
 		struct meta_marker *m = &e->marks[i];
-		struct kv_txn *t;
+		uint64_t ripe = UINT64_MAX;
 		uint32_t keep = 0;
+		bool moved = false;
+		struct kv_txn *t;
 
 		for (uint32_t j = 0; j < m->nstreams; j++) {
-			const struct era_stream *es = find_stream(e, m->streams[j].stream_id);
+			struct meta_marker_stream ms = m->streams[j];
+			const struct era_stream *es = find_stream(e, ms.stream_id);
 
-			if (es && es->outcome == RESIDUE)
-				m->streams[keep++] = m->streams[j];
+			if (es && es->outcome != RESIDUE)
+				continue;
+			if (ms.ripe_ns <= e->now) {
+				ms.ripe_ns = m->birth_ns + cap > e->now ? m->birth_ns + cap
+									: e->now + ERA_RETRY_NS;
+				moved = true;
+			}
+			if (ms.ripe_ns < ripe)
+				ripe = ms.ripe_ns;
+			m->streams[keep++] = ms;
 		}
-		if (keep == m->nstreams && m->ripe_ns == m->birth_ns + cap && !m->crossed)
+		if (keep == m->nstreams && !moved && ripe == m->ripe_ns)
 			continue; /* unchanged */
 		t = kv_txn_new();
 		if (!t)
@@ -373,8 +437,8 @@ static int resolve_markers(struct era *e, int *changed)
 			rc = meta_marker_txn_del(t, m->cls, m->star, m->epoch, m->first_slot);
 		} else {
 			m->nstreams = keep;
-			m->crossed = 0;
-			m->ripe_ns = m->birth_ns + cap;
+			m->ripe_ns = ripe;
+			m->crossed = ripe < m->birth_ns + cap;
 			rc = meta_marker_txn_put(t, m);
 		}
 		if (!rc)

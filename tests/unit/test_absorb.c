@@ -1284,6 +1284,54 @@ static void test_absorb_settle_rounds(void **state)
 	free(ml);
 }
 
+
+/* Each crossing stream of a batch ripens with its own jitter (issue 11
+ * item 5): two streams over the trigger in one batch keep their own
+ * ripening times in the marker, the stream under the trigger its age
+ * cap, and the marker ripens with the earliest. */
+static void test_absorb_jitter_per_stream(void **state)
+{
+	struct efx *f = *state;
+	static const struct absorb_policy pol = {
+		.age_cap_ns = AGE_CAP, .trigger_bytes = 8u << 20, .linger_ns = 30 * NV_NS_PER_S,
+	};
+	const uint64_t M = 1u << 20;
+	struct absorb_run runs[3] = { RUN(5, 0, 0, 1, 9 * M), RUN(6, 0, 0, 1, M),
+				      RUN(7, 0, 0, 1, 9 * M) };
+	struct absorb_slot slot = { .slot = 0, .footer_off = 1, .footer_len = 64, .nruns = 3,
+				    .runs = runs };
+	struct absorb_result res = { 0 };
+	struct mk_list *ml = calloc(1, sizeof(*ml));
+	struct meta_chain row;
+	uint64_t ver, lo, hi, j5 = absorb_jitter_ns(5, pol.linger_ns),
+			      j7 = absorb_jitter_ns(7, pol.linger_ns);
+
+	assert_non_null(ml);
+	assert_true(j5 != j7);
+	for (int i = 0; i < 3; i++)
+		runs[i].settled_byte = 0;
+	row = mint(f->kv, &ver);
+	lo = nv_now_wall_ns();
+	assert_int_equal(absorb_commit_batch(f->kv, &row, &ver, &slot, 1, &pol, &res), 0);
+	hi = nv_now_wall_ns();
+	assert_int_equal(meta_marker_list(f->kv, 0, EFX_STAR, 1, mk_collect, ml), 0);
+	assert_int_equal(ml->n, 1);
+	assert_int_equal(ml->m[0].nstreams, 3);
+	assert_int_equal(ml->m[0].crossed, 1);
+	{
+		const struct meta_marker *m = &ml->m[0];
+		uint64_t b = m->birth_ns;
+
+		assert_true(b >= lo && b <= hi);
+		assert_int_equal(m->streams[0].ripe_ns, b + pol.linger_ns + j5);
+		assert_int_equal(m->streams[1].ripe_ns, b + AGE_CAP);
+		assert_int_equal(m->streams[2].ripe_ns, b + pol.linger_ns + j7);
+		assert_int_equal(m->ripe_ns, b + pol.linger_ns + (j5 < j7 ? j5 : j7));
+		assert_int_equal(res.ripe_ns, m->ripe_ns);
+	}
+	free(ml);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -1305,6 +1353,7 @@ int main(void)
 		T(test_absorb_recover_refuses_corrupt_slot),
 		T(test_absorb_recover_crash_rerun),
 		T(test_absorb_settle_rounds),
+		T(test_absorb_jitter_per_stream),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1248,16 +1248,17 @@ static void marker_default(struct meta_marker *m, struct meta_marker_stream *ss)
 	m->crossed = 1;
 	m->nstreams = 3;
 	m->streams = ss;
-	ss[0] = (struct meta_marker_stream){ 3, 40, 400 };
-	ss[1] = (struct meta_marker_stream){ 7, 0, 12 };
-	ss[2] = (struct meta_marker_stream){ 900, 5, 0 };
+	ss[0] = (struct meta_marker_stream){ 3, 40, 400, 2000 };
+	ss[1] = (struct meta_marker_stream){ 7, 0, 12, 2500 };
+	ss[2] = (struct meta_marker_stream){ 900, 5, 0, 9000 };
 }
 
-static void raw_marker(struct nv_buf *b, const struct meta_marker *m, const char *star,
-		       uint32_t count)
+/* The value of m as version v writes it (v1: no per-stream ripe_ns). */
+static void raw_marker_v(struct nv_buf *b, const struct meta_marker *m, const char *star,
+			 uint32_t count, int v)
 {
 	nv_buf_reset(b);
-	assert_int_equal(nv_wr_u8(b, 1), 0);
+	assert_int_equal(nv_wr_u8(b, (uint8_t)v), 0);
 	assert_int_equal(nv_wr_u8(b, m->cls), 0);
 	assert_int_equal(nv_wr_bytes(b, star, (uint32_t)strlen(star)), 0);
 	assert_int_equal(nv_wr_u64(b, m->epoch), 0);
@@ -1271,7 +1272,15 @@ static void raw_marker(struct nv_buf *b, const struct meta_marker *m, const char
 		assert_int_equal(nv_wr_u64(b, m->streams[i].stream_id), 0);
 		assert_int_equal(nv_wr_u64(b, m->streams[i].first_seq), 0);
 		assert_int_equal(nv_wr_u64(b, m->streams[i].bytes), 0);
+		if (v >= 2)
+			assert_int_equal(nv_wr_u64(b, m->streams[i].ripe_ns), 0);
 	}
+}
+
+static void raw_marker(struct nv_buf *b, const struct meta_marker *m, const char *star,
+		       uint32_t count)
+{
+	raw_marker_v(b, m, star, count, 2);
 }
 
 static void test_rows_marker_round_trip(void **state)
@@ -1299,6 +1308,23 @@ static void test_rows_marker_round_trip(void **state)
 	assert_int_equal(d.crossed, 1);
 	assert_string_equal(d.star, "s1");
 	meta_marker_clear(&d);
+
+	/* Version 1 (no per-stream ripening): each stream takes the
+	 * marker's. */
+	raw_marker_v(&mine, &m, m.star, m.nstreams, 1);
+	assert_int_equal(meta_marker_decode(mine.ptr, mine.len, &d), 0);
+	assert_int_equal(d.nstreams, 3);
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(d.streams[i].stream_id, ss[i].stream_id);
+		assert_int_equal(d.streams[i].ripe_ns, 2000);
+	}
+	meta_marker_clear(&d);
+
+	/* More streams than a value can hold: refused, never written. */
+	m.nstreams = META_MARKER_STREAMS_MAX + 1;
+	assert_int_equal(meta_marker_encode(&m, &theirs), -E2BIG);
+	marker_default(&m, ss);
+	assert_int_equal(meta_marker_encode(&m, &theirs), 0);
 
 	/* A marker with no streams is valid (a batch of deleted streams). */
 	m.nstreams = 0;

@@ -44,6 +44,8 @@
 /* Every marker ripe (even after a resolve re-ripened it at birth + the
  * settle's age cap of UINT64_MAX / 2), and every stream past its age cap. */
 #define NOW_ALL (UINT64_MAX / 4 * 3)
+/* A re-run after a pass whose jobs failed: past their retry delay. */
+#define NOW_RETRY (NOW_ALL + 2 * ERA_RETRY_NS)
 
 /* ------------------------------------------------------------ harness */
 
@@ -585,7 +587,7 @@ static void test_settle_publish_adopts(void **state)
 	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 1);
 
 	fake_store_reset_calls(t.f->fs);
-	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	assert_int_equal(settle_now(&t, NOW_RETRY), 1);
 	expect_settled(t.f, a->id, 4, 2400, NULL);
 	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 1); /* adopted */
 	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, "streams/"), 0);
@@ -617,7 +619,7 @@ static void test_settle_publish_replaces_stale(void **state)
 
 	t.cfg.fetch_budget = 64u << 20;
 	fake_store_reset_calls(t.f->fs);
-	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	assert_int_equal(settle_now(&t, NOW_RETRY), 1);
 	expect_settled(t.f, a->id, 3, 1800, NULL); /* reads the replacement */
 	assert_int_equal(fake_store_ok_calls(t.f->fs, FAKE_DEL, "streams/"), 1);
 	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 2);
@@ -749,7 +751,7 @@ static void crash_resume(void **state, const char *fp, bool committed)
 		rb = rs->r[0];
 		free(rs);
 	}
-	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	assert_int_equal(settle_now(&t, NOW_RETRY), 1);
 	expect_settled(t.f, a->id, 5, 2500, &ra2);
 	expect_settled(t.f, b->id, 2, 400, &rb2);
 	if (committed) {
@@ -759,7 +761,7 @@ static void crash_resume(void **state, const char *fp, bool committed)
 	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), objs); /* none again */
 	assert_int_equal(count_markers(t.f), 0);
 	expect_twins(t.f);
-	assert_int_equal(settle_now(&t, NOW_ALL), 0);
+	assert_int_equal(settle_now(&t, NOW_RETRY), 0);
 	st_stop(&t);
 }
 
@@ -823,7 +825,8 @@ static void test_settle_resume_phases(void **state)
 
 /* ===================================================== era scheduling */
 
-/* Set ripe_ns (and crossed) of every marker holding stream id. */
+/* Set the ripening of stream id's part of every marker holding it (the
+ * marker's ripe_ns follows: its first stream's), and crossed. */
 static void set_ripe(struct efx *f, uint64_t id, uint64_t ripe, int crossed)
 {
 	struct marker_copies *rs = calloc(1, sizeof(*rs));
@@ -836,11 +839,17 @@ static void set_ripe(struct efx *f, uint64_t id, uint64_t ripe, int crossed)
 		bool has = false;
 
 		for (uint32_t k = 0; k < m->nstreams; k++)
-			has |= m->streams[k].stream_id == id;
+			if (m->streams[k].stream_id == id) {
+				m->streams[k].ripe_ns = ripe;
+				has = true;
+			}
 		if (has) {
 			struct kv_txn *tx = kv_txn_new();
 
-			m->ripe_ns = ripe;
+			m->ripe_ns = UINT64_MAX;
+			for (uint32_t k = 0; k < m->nstreams; k++)
+				if (m->streams[k].ripe_ns < m->ripe_ns)
+					m->ripe_ns = m->streams[k].ripe_ns;
 			m->crossed = (uint8_t)crossed;
 			assert_non_null(tx);
 			assert_int_equal(meta_marker_txn_put(tx, m), 0);
@@ -920,6 +929,59 @@ static void test_settle_warm_only_qualifying(void **state)
 	st_stop(&t);
 }
 
+
+/* A due stream takes its earlier batches along: a's first two batches
+ * wait for their age cap (under the trigger when written), its third
+ * crossed and ripened; the era holds all three (and settles a whole)
+ * but not b's waiting marker between them, which stays as it was. */
+static void test_settle_era_takes_earlier_batches(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	uint64_t now = nv_now_wall_ns(), later = now + 3600 * NV_NS_PER_S;
+	char *before, *after;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	efx_write_absorb(t.f, a, 0, 2, 400);
+	efx_write_absorb(t.f, b, 0, 1, 100);
+	efx_write_absorb(t.f, a, 2, 1, 400);
+	set_ripe(t.f, a->id, later, 0);
+	set_ripe(t.f, b->id, later, 0);
+	{
+		/* a's last batch ripened by its round. */
+		struct marker_copies *mc = calloc(1, sizeof(*mc));
+		struct kv_txn *tx = kv_txn_new();
+
+		assert_non_null(mc);
+		assert_non_null(tx);
+		assert_int_equal(meta_marker_list(t.f->kv, t.f->o.cls, EFX_STAR, t.f->row.epoch,
+						  copy_marker_fn, mc), 0);
+		assert_int_equal(mc->n, 4);
+		mc->m[3].streams[0].ripe_ns = mc->m[3].ripe_ns = now - 1;
+		mc->m[3].crossed = 1;
+		assert_int_equal(meta_marker_txn_put(tx, &mc->m[3]), 0);
+		assert_int_equal(kv_txn_commit(t.f->kv, tx, NULL), 0);
+		kv_txn_free(tx);
+		for (unsigned i = 0; i < mc->n; i++)
+			meta_marker_clear(&mc->m[i]);
+		free(mc);
+	}
+	before = efx_kv_dump_space(t.f->kv, "mrk", false);
+	t.cfg.trigger_bytes = 1200;
+	assert_int_equal(settle_now(&t, now), 1);
+	expect_settled(t.f, a->id, 3, 1200, NULL);
+	assert_int_equal(span_refs(t.f, b->id), 1);
+	assert_int_equal(count_markers(t.f), 1);
+	after = efx_kv_dump_space(t.f->kv, "mrk", false);
+	assert_non_null(strstr(before, after)); /* b's marker, unchanged */
+	free(before);
+	free(after);
+	assert_int_equal(settle_now(&t, now), 0);
+	st_stop(&t);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -939,6 +1001,7 @@ int main(void)
 		T(test_settle_resume_phases),
 		T(test_settle_era_skips_waiting),
 		T(test_settle_warm_only_qualifying),
+		T(test_settle_era_takes_earlier_batches),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
