@@ -416,7 +416,11 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	st->recover.store = st->store;
 	st->recover.kv = st->kv;
 	st->recover.stats = &st->stats;
-	st->recover.policy.age_cap_ns = cfg->age_cap_ns[NV_CLASS_STANDARD];
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
+		st->recover.policy[cls].age_cap_ns = cfg->age_cap_ns[cls];
+		st->recover.policy[cls].trigger_bytes = cfg->settle_trigger_bytes;
+		st->recover.policy[cls].linger_ns = cfg->settle_linger_ns;
+	}
 	st->recover.batch_slots = cfg->absorb_batch_slots;
 	st->recover.probe_window = cfg->put_window * 4 + 16;
 	rc = start_caches(st);

@@ -833,6 +833,45 @@ static void test_rows_ref_floor_boundaries(void **state)
 	}
 }
 
+/* Where the settled history ends (issue 11 item 11): the end of the last
+ * catalog row of the leading run, past span refs wholly below the trim
+ * point that reclamation has not removed yet; a live span ref ends it. */
+static void test_rows_ref_settled_end(void **state)
+{
+	struct fx *f = *state;
+	struct meta_ref c;
+	struct meta_ref_obj o = { .first_seq = 10, .first_byte = 100, .epoch = 1,
+				  .footer_off = 50, .footer_len = 64 };
+	struct kv_txn *t = kv_txn_new();
+	uint64_t seq, byte;
+
+	assert_non_null(t);
+	put_ref(f->kv, 5, 0, 10, 0, 100, 0);   /* trimmed, not reclaimed yet */
+	meta_ref_init(&c);
+	c.stream_id = 5;
+	c.kind = META_REF_CATALOG;
+	c.first_seq = 10;
+	c.end_seq = 30;
+	c.first_byte = 100;
+	c.end_byte = 400;
+	strcpy(c.bucket, "b");
+	assert_int_equal(meta_ref_add_obj(&c, &o), 0);
+	assert_int_equal(meta_ref_txn_put(t, &c), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	kv_txn_free(t);
+	meta_ref_clear(&c);
+	put_ref(f->kv, 5, 30, 40, 400, 401, 3); /* in transit */
+
+	assert_int_equal(meta_ref_settled_end(f->kv, 5, 10, &seq, &byte), 0);
+	assert_int_equal(seq, 30);
+	assert_int_equal(byte, 400);
+	/* Not trimmed: the span ref before the catalog row is history still
+	 * in transit, so nothing is settled from the start. */
+	assert_int_equal(meta_ref_settled_end(f->kv, 5, 0, &seq, &byte), 0);
+	assert_int_equal(seq, 0);
+	assert_int_equal(byte, 0);
+}
+
 static void test_rows_ref_byte_index_same_value(void **state)
 {
 	struct fx *f = *state;
@@ -1505,6 +1544,7 @@ int main(void)
 		cmocka_unit_test(test_rows_ref_decode_truncations),
 		cmocka_unit_test(test_rows_ref_decode_hostile),
 		T(test_rows_ref_floor_boundaries),
+		T(test_rows_ref_settled_end),
 		T(test_rows_ref_byte_index_same_value),
 		T(test_rows_ref_empty_ref_shares_byte_key),
 		T(test_rows_ref_list_paging),
