@@ -10,6 +10,7 @@
 #include "meta/stars.h"
 #include "src/base/clock.h"
 #include "src/base/log.h"
+#include "src/base/u64map.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -31,6 +32,14 @@ struct auditor {
 	uint64_t halted[NV_CLASS_COUNT]; /* lock: halted epoch per class, 0 none */
 	uint64_t live[NV_CLASS_COUNT];   /* lock */
 	struct meta_star reg;     /* the thread's */
+	/* The thread's: chains whose era failed, by digest of (class, star,
+	 * epoch) -> struct chain_backoff (settle.h settle_backoff). */
+	struct u64map *failing;
+};
+
+struct chain_backoff {
+	struct settle_backoff b;
+	struct meta_chain c; /* which chain (digests may collide: compared) */
 };
 
 /* ------------------------------------------------------------ the gate */
@@ -267,13 +276,128 @@ static bool settle_cancelled(void *arg)
 	return stopping(arg);
 }
 
+static uint64_t chain_digest(const struct meta_chain *c)
+{
+	return u64map_fnv_str(U64MAP_FNV_SEED ^ (c->epoch * 2 + c->cls), c->star);
+}
+
+/* The backoff of chain c, or NULL when it is not failing. */
+static struct chain_backoff *backoff_of(struct auditor *a, const struct meta_chain *c)
+{
+	struct chain_backoff *cb = u64map_get(a->failing, chain_digest(c));
+
+	if (cb && (cb->c.cls != c->cls || cb->c.epoch != c->epoch || strcmp(cb->c.star, c->star)))
+		return NULL; /* a digest collision: tracked as not failing */
+	return cb;
+}
+
+/* Record a settle result of chain c: a failure starts or extends its
+ * backoff (settle.h), anything else ends it. */
+static void note_result(struct auditor *a, const struct meta_chain *c, int rc)
+{
+	struct chain_backoff *cb = backoff_of(a, c);
+	uint64_t now = nv_now_mono_ns();
+
+	if (rc >= 0) {
+		if (cb) {
+			nv_log(NV_INFO, NV_SUB_SETTLE, "%s/%s epoch %llu: settling again after %u "
+			       "failed pass(es)", nv_class_name(c->cls), c->star,
+			       (unsigned long long)c->epoch, cb->b.failures);
+			free(u64map_remove(a->failing, chain_digest(c)));
+		}
+		return;
+	}
+	NV_STAT_ADD(a->cfg.settle.stats, settle_failures, 1);
+	if (!cb && !u64map_get(a->failing, chain_digest(c))) {
+		cb = calloc(1, sizeof(*cb));
+		if (cb && u64map_put(a->failing, chain_digest(c), cb)) {
+			free(cb);
+			cb = NULL;
+		}
+		if (cb)
+			cb->c = *c;
+	}
+	if (!cb)
+		return; /* no memory (or a collision): retried next pass */
+	settle_backoff_note(&cb->b, rc, now);
+	nv_log(NV_WARN, NV_SUB_SETTLE, "%s/%s epoch %llu: era failed %u time(s) in a row (%s); "
+	       "next try in %llu ms", nv_class_name(c->cls), c->star, (unsigned long long)c->epoch,
+	       cb->b.failures, strerror(-rc),
+	       (unsigned long long)((cb->b.next_ns - now) / NV_NS_PER_MS));
+}
+
+/* The settle gauges of user.nova.stats after a pass. */
+struct pass_view {
+	uint64_t waiting;
+	uint64_t oldest[NV_CLASS_COUNT]; /* birth, wall ns; UINT64_MAX: none */
+};
+
+static void publish_view(struct auditor *a, const struct pass_view *pv)
+{
+	struct nv_stats *st = a->cfg.settle.stats;
+	uint64_t now = nv_now_wall_ns(), mono = nv_now_mono_ns(), longest = 0, nfail = 0;
+	size_t cur = 0;
+	void *v;
+
+	if (!st)
+		return;
+	NV_STAT_SET(st, settle_markers_waiting, pv->waiting);
+	NV_STAT_SET(st, settle_oldest_standard_ms,
+		    pv->oldest[NV_CLASS_STANDARD] < now
+			    ? (now - pv->oldest[NV_CLASS_STANDARD]) / NV_NS_PER_MS : 0);
+	NV_STAT_SET(st, settle_oldest_express_ms,
+		    pv->oldest[NV_CLASS_EXPRESS] < now
+			    ? (now - pv->oldest[NV_CLASS_EXPRESS]) / NV_NS_PER_MS : 0);
+	while (u64map_next(a->failing, &cur, NULL, &v)) {
+		const struct chain_backoff *cb = v;
+
+		nfail++;
+		if (cb->b.next_ns > mono && cb->b.next_ns - mono > longest)
+			longest = cb->b.next_ns - mono;
+	}
+	NV_STAT_SET(st, settle_chains_failing, nfail);
+	NV_STAT_SET(st, settle_backoff_ms, longest / NV_NS_PER_MS);
+}
+
+/* Run the eras due on chain c (several may be due; bounded per pass),
+ * unless it is backing off; fold what they saw into *pv. */
+static void settle_one(struct auditor *a, const struct meta_chain *c, struct pass_view *pv)
+{
+	const struct chain_backoff *cb = backoff_of(a, c);
+	struct settle_view sv = { .oldest_birth = UINT64_MAX };
+	int rc = 0;
+
+	if (cb && !settle_backoff_ready(&cb->b, nv_now_mono_ns()))
+		return;
+	for (int k = 0; k < 16 && !stopping(a); k++) {
+		struct meta_chain fresh;
+		uint64_t v;
+
+		if (meta_chain_get(a->cfg.recover.kv, c->cls, c->star, c->epoch, &fresh, &v))
+			break;
+		rc = settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns(), &sv);
+		if (sv.era_ms > NV_STAT_GET(a->cfg.settle.stats, settle_era_ms_max))
+			NV_STAT_SET(a->cfg.settle.stats, settle_era_ms_max, sv.era_ms);
+		if (rc != 1)
+			break;
+	}
+	if (rc != -ESHUTDOWN)
+		note_result(a, c, rc);
+	pv->waiting += sv.waiting;
+	if (c->cls < NV_CLASS_COUNT && sv.oldest_birth < pv->oldest[c->cls])
+		pv->oldest[c->cls] = sv.oldest_birth;
+}
+
 /* The group settle and trim-check over every chain we may settle. */
 static void settle_pass(struct auditor *a)
 {
 	struct pass p = { .a = a };
+	struct pass_view pv = { 0 };
 	uint64_t now = nv_now_wall_ns();
 	int rc = meta_chain_list(a->cfg.recover.kv, collect_all, &p);
 
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
+		pv.oldest[cls] = UINT64_MAX;
 	for (size_t i = 0; !rc && i < p.n && !stopping(a); i++) {
 		const struct meta_chain *c = &p.chains[i];
 		bool own_head;
@@ -282,19 +406,8 @@ static void settle_pass(struct auditor *a)
 		own_head = !strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
 			   a->halted[c->cls] != c->epoch;
 		pthread_mutex_unlock(&a->lock);
-		if (c->state == CHAIN_SETTLED || own_head) {
-			/* Several eras may be due; bounded per pass. */
-			for (int k = 0; k < 16 && !stopping(a); k++) {
-				struct meta_chain fresh;
-				uint64_t v;
-
-				if (meta_chain_get(a->cfg.recover.kv, c->cls, c->star, c->epoch,
-						   &fresh, &v))
-					break;
-				if (settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns()) != 1)
-					break;
-			}
-		}
+		if (c->state == CHAIN_SETTLED || own_head)
+			settle_one(a, c, &pv);
 		if (c->state == CHAIN_SETTLED || own_head) {
 			int t = trim_chain(&a->cfg.trim, c->cls, c->star, c->epoch, now);
 
@@ -306,8 +419,10 @@ static void settle_pass(struct auditor *a)
 	}
 	free(p.chains);
 	if (!rc) {
-		int r = trim_reclaim(&a->cfg.trim, nv_now_wall_ns());
+		int r;
 
+		publish_view(a, &pv);
+		r = trim_reclaim(&a->cfg.trim, nv_now_wall_ns());
 		if (r < 0)
 			nv_log(NV_WARN, NV_SUB_TRIM, "reclamation failed: %s", strerror(-r));
 	} else {
@@ -416,12 +531,18 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	a->reg.pid = (uint32_t)getpid();
 	a->reg.started_ns = nv_now_wall_ns();
 	a->reg.state = STAR_RUNNING;
+	a->failing = u64map_new(0);
+	if (!a->failing) {
+		free(a);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&a->lock, NULL);
 	nv_cond_init_mono(&a->wake);
 	pthread_cond_init(&a->gate_cond, NULL);
 	rc = -pthread_create(&a->thread, NULL, auditor_main, a);
 	if (rc) {
 		pthread_mutex_destroy(&a->lock);
+		u64map_free(a->failing);
 		free(a);
 		return rc;
 	}
@@ -447,5 +568,13 @@ void auditor_free(struct auditor *a)
 	pthread_cond_destroy(&a->wake);
 	pthread_cond_destroy(&a->gate_cond);
 	pthread_mutex_destroy(&a->lock);
+	{
+		size_t cur = 0;
+		void *v;
+
+		while (u64map_next(a->failing, &cur, NULL, &v))
+			free(v);
+	}
+	u64map_free(a->failing);
 	free(a);
 }

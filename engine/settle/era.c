@@ -522,17 +522,49 @@ static void era_tally(const struct era *e, struct era_tally *n)
 	}
 }
 
-int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint64_t now_ns)
+bool settle_backoff_ready(const struct settle_backoff *b, uint64_t now_mono_ns)
+{
+	return b->failures == 0 || now_mono_ns >= b->next_ns;
+}
+
+void settle_backoff_note(struct settle_backoff *b, int rc, uint64_t now_mono_ns)
+{
+	uint64_t d = SETTLE_BACKOFF_MIN_NS;
+
+	if (rc >= 0) {
+		memset(b, 0, sizeof(*b));
+		return;
+	}
+	b->failures++;
+	b->last_err = rc;
+	for (uint32_t i = 1; i < b->failures && d < SETTLE_BACKOFF_MAX_NS; i++)
+		d *= 2;
+	if (d > SETTLE_BACKOFF_MAX_NS)
+		d = SETTLE_BACKOFF_MAX_NS;
+	b->next_ns = now_mono_ns + d;
+}
+
+int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint64_t now_ns,
+		 struct settle_view *view)
 {
 	struct era e;
 	struct era_tally n = { 0 };
 	uint64_t t0 = nv_now_mono_ns();
 	int rc, changed = 0;
 
+	if (view) {
+		view->waiting = 0;
+		view->oldest_birth = UINT64_MAX;
+		view->era_ms = 0;
+	}
 	if (c->state == CHAIN_FENCED)
 		return 0; /* recovery first */
 	settle_era_init(&e, cfg, c, now_ns);
 	rc = settle_era_collect(&e);
+	if (view) {
+		view->waiting = e.waiting;
+		view->oldest_birth = e.oldest_birth;
+	}
 	if (rc || e.state != ERA_COLLECTED)
 		goto out; /* an error, or nothing ripe */
 	rc = settle_era_judge(&e);
@@ -551,6 +583,8 @@ int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint6
 	}
 	era_tally(&e, &n);
 	rc = settle_era_resolve(&e, &changed);
+	if (view)
+		view->era_ms = (nv_now_mono_ns() - t0) / NV_NS_PER_MS;
 	nv_log(n.settled || n.dropped ? NV_INFO : NV_DEBUG, NV_SUB_SETTLE,
 	       "%s/%s epoch %llu slots [%llu, %llu): %u stream(s) settled into %u object(s) "
 	       "(%llu bytes), %u dropped, %u residue, in %llu ms",

@@ -88,7 +88,7 @@ static int settle_now(struct st *t, uint64_t now)
 {
 	struct meta_chain c = efx_chain_row(t->f);
 
-	return settle_chain(&t->cfg, &c, now);
+	return settle_chain(&t->cfg, &c, now, NULL);
 }
 
 /* The rows of one stream (scalars and objects; slots are not kept). */
@@ -982,6 +982,34 @@ static void test_settle_era_takes_earlier_batches(void **state)
 	st_stop(&t);
 }
 
+
+/* A failing era backs off (issue 11 item 4): 1 s, doubling, capped at
+ * 60 s; a pass that does not fail ends it. */
+static void test_settle_backoff(void **state)
+{
+	struct settle_backoff b = { 0 };
+	uint64_t t = 1000 * NV_NS_PER_S, want = SETTLE_BACKOFF_MIN_NS;
+
+	(void)state;
+	assert_true(settle_backoff_ready(&b, t));
+	for (int i = 1; i <= 10; i++) {
+		settle_backoff_note(&b, -EIO, t);
+		assert_int_equal(b.failures, i);
+		assert_int_equal(b.last_err, -EIO);
+		assert_int_equal(b.next_ns, t + want);
+		assert_false(settle_backoff_ready(&b, t + want - 1));
+		assert_true(settle_backoff_ready(&b, t + want));
+		t += want;
+		want = want * 2 > SETTLE_BACKOFF_MAX_NS ? SETTLE_BACKOFF_MAX_NS : want * 2;
+	}
+	assert_int_equal(b.next_ns - (t - SETTLE_BACKOFF_MAX_NS), SETTLE_BACKOFF_MAX_NS);
+	settle_backoff_note(&b, 0, t);
+	assert_int_equal(b.failures, 0);
+	assert_true(settle_backoff_ready(&b, t));
+	settle_backoff_note(&b, 1, t);
+	assert_true(settle_backoff_ready(&b, t));
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -1002,6 +1030,7 @@ int main(void)
 		T(test_settle_era_skips_waiting),
 		T(test_settle_warm_only_qualifying),
 		T(test_settle_era_takes_earlier_batches),
+		cmocka_unit_test(test_settle_backoff),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,7 +55,7 @@ static void tt_settle(struct tt *t, uint64_t now)
 {
 	struct meta_chain c = efx_chain_row(t->f);
 
-	assert_int_equal(settle_chain(&t->scfg, &c, now), 1);
+	assert_int_equal(settle_chain(&t->scfg, &c, now, NULL), 1);
 }
 
 /* Every absorbed marker ripe, no age cap reached (efx_settle_cfg()). */
