@@ -94,8 +94,13 @@ void star_get_gauges(struct star *st, struct star_gauges *g)
 	g->tail_cache_bytes = tailcache_bytes(st->tc);
 	g->read_cache_bytes = read_cache_bytes(st->re);
 	g->streams_loaded = stream_table_count(st->streams);
-	g->slots_live = NV_STAT_GET(&st->stats, slots_written) -
-			NV_STAT_GET(&st->stats, slots_deleted);
+	/* Slots an earlier run wrote are deleted by this one too: never
+	 * below zero. */
+	g->slots_live = NV_STAT_GET(&st->stats, slots_written) >
+					NV_STAT_GET(&st->stats, slots_deleted)
+				? NV_STAT_GET(&st->stats, slots_written) -
+					  NV_STAT_GET(&st->stats, slots_deleted)
+				: 0;
 	g->fetch_cache_bytes = st->fc ? fetch_cache_bytes(st->fc) : 0;
 	store_get_stats(st->store, &g->store);
 }

@@ -71,25 +71,41 @@ void settle_era_free(struct era *e)
  *     bytes reach the fetch budget) name the due streams, those whose own
  *     part of a ripe marker has ripened (markers.h invariant 4); the last
  *     of them ends the era.  Waiting markers are counted, not taken.
- *  2. keep: up to that end, every ripe marker and every waiting marker
- *     holding a due stream (its earlier batches, which settle with it:
- *     settle.h invariant 2); a waiting marker of other streams alone is
- *     skipped, so it never hides the ripe markers behind it.
+ *  2. keep: up to that end, every marker holding a due stream at or
+ *     before the stream's last ripe part (its earlier batches, which
+ *     settle with it: settle.h invariant 2); a waiting marker of other
+ *     streams alone, or of a due stream's later batches, is skipped, so
+ *     it never hides the ripe markers behind it, and each due stream's
+ *     keys in the era are a contiguous run (no later batch of it is
+ *     taken while an earlier one is left out).
  */
-#define DUE ((void *)1) /* u64map value: the stream is due */
+
+/* e->due's value for a stream: the first slot of the last marker in
+ * which its part ripened, plus one (never NULL). */
+static void *due_value(uint64_t first_slot)
+{
+	return (void *)(uintptr_t)(first_slot + 1);
+}
+
+/* Is stream id due, and is the marker at first_slot at or before its last
+ * ripe part? */
+static bool due_at(const struct era *e, uint64_t id, uint64_t first_slot)
+{
+	uintptr_t v = (uintptr_t)u64map_get(e->due, id);
+
+	return v && first_slot + 1 <= v;
+}
 
 static int collect_due(void *arg, const struct meta_marker *m)
 {
 	struct era *e = arg;
 
-	if (m->ripe_ns > e->now) {
-		e->waiting++;
-		if (m->birth_ns < e->oldest_birth)
-			e->oldest_birth = m->birth_ns;
-		return 0;
-	}
 	if (m->birth_ns < e->oldest_birth)
 		e->oldest_birth = m->birth_ns;
+	if (m->ripe_ns > e->now) {
+		e->waiting++;
+		return 0;
+	}
 	if (e->nripe == ERA_MARKERS_MAX || (e->nripe > 0 && e->est_bytes >= e->cfg->fetch_budget))
 		return 0; /* a later era's */
 	for (uint32_t i = 0; i < m->nstreams; i++) {
@@ -97,7 +113,7 @@ static int collect_due(void *arg, const struct meta_marker *m)
 
 		if (ms->ripe_ns > e->now)
 			continue;
-		if (u64map_put(e->due, ms->stream_id, DUE))
+		if (u64map_put(e->due, ms->stream_id, due_value(m->first_slot)))
 			return -ENOMEM;
 		e->est_bytes += ms->bytes;
 	}
@@ -109,7 +125,7 @@ static int collect_due(void *arg, const struct meta_marker *m)
 static bool holds_due(const struct era *e, const struct meta_marker *m)
 {
 	for (uint32_t i = 0; i < m->nstreams; i++)
-		if (u64map_get(e->due, m->streams[i].stream_id))
+		if (due_at(e, m->streams[i].stream_id, m->first_slot))
 			return true;
 	return false;
 }
@@ -121,7 +137,7 @@ static int collect_keep(void *arg, const struct meta_marker *m)
 
 	if (m->first_slot > e->last_slot || e->nmarks == ERA_MARKERS_MAX)
 		return 1;
-	if (m->ripe_ns > e->now && !holds_due(e, m))
+	if (!holds_due(e, m))
 		return 0;
 	if (e->nmarks == e->cap) {
 		uint32_t ncap = e->cap ? e->cap * 2 : 16;
@@ -165,6 +181,71 @@ int settle_era_collect(struct era *e)
 	return 0;
 }
 
+/* ------------------------------------------------------------ nudge */
+
+struct nudge {
+	uint64_t slot;
+	struct meta_marker m; /* the copy found (streams owned) */
+	int found;
+};
+
+static int nudge_find(void *arg, const struct meta_marker *m)
+{
+	struct nudge *n = arg;
+
+	if (m->first_slot > n->slot)
+		return 1;
+	if (n->slot >= m->end_slot)
+		return 0;
+	n->m = *m;
+	n->m.streams = malloc((m->nstreams ? m->nstreams : 1) * sizeof(*m->streams));
+	if (!n->m.streams)
+		return -ENOMEM;
+	memcpy(n->m.streams, m->streams, m->nstreams * sizeof(*m->streams));
+	n->found = 1;
+	return 1;
+}
+
+int settle_nudge(const struct settle_cfg *cfg, const struct meta_ref *r, uint64_t stream,
+		 uint64_t ripe_ns)
+{
+	struct nudge n = { .slot = r->nslots ? r->slots[0].slot : 0 };
+	struct kv_txn *t;
+	bool moved = false;
+	int rc;
+
+	if (r->kind != META_REF_SPAN || !r->nslots)
+		return -ENOENT;
+	rc = meta_marker_list(cfg->kv, r->cls, r->star, r->epoch, nudge_find, &n);
+	if (rc || !n.found) {
+		meta_marker_clear(&n.m);
+		return rc ? rc : -ENOENT;
+	}
+	for (uint32_t i = 0; i < n.m.nstreams; i++)
+		if (n.m.streams[i].stream_id == stream && n.m.streams[i].ripe_ns > ripe_ns) {
+			n.m.streams[i].ripe_ns = ripe_ns;
+			moved = true;
+		}
+	if (!moved) {
+		meta_marker_clear(&n.m);
+		return 0;
+	}
+	if (ripe_ns < n.m.ripe_ns)
+		n.m.ripe_ns = ripe_ns;
+	t = kv_txn_new();
+	rc = t ? meta_marker_txn_put(t, &n.m) : -ENOMEM;
+	if (!rc)
+		rc = kv_txn_commit(cfg->kv, t, NULL);
+	kv_txn_free(t);
+	if (!rc)
+		nv_log(NV_INFO, NV_SUB_SETTLE, "stream %llu: due, its earlier history waits in "
+		       "%s/%s epoch %llu slot %llu: ripened there too", (unsigned long long)stream,
+		       nv_class_name(r->cls), r->star, (unsigned long long)r->epoch,
+		       (unsigned long long)n.slot);
+	meta_marker_clear(&n.m);
+	return rc;
+}
+
 /* ------------------------------------------------------------ judge */
 
 struct tuple_row {
@@ -196,12 +277,15 @@ static int group_streams(struct era *e)
 	}
 	for (uint32_t i = 0; i < e->nmarks; i++)
 		for (uint32_t j = 0; j < e->marks[i].nstreams; j++) {
+			if (!due_at(e, e->marks[i].streams[j].stream_id, e->marks[i].first_slot))
+				continue; /* not this era's: left as it is */
 			t[k].id = e->marks[i].streams[j].stream_id;
 			t[k].first_seq = e->marks[i].streams[j].first_seq;
 			t[k].bytes = e->marks[i].streams[j].bytes;
 			t[k].birth = e->marks[i].birth_ns;
 			k++;
 		}
+	n = k;
 	qsort(t, n, sizeof(*t), tuple_cmp);
 	for (size_t i = 0; i < n;) {
 		struct era_stream *s = &e->streams[e->nstreams++];
@@ -228,7 +312,34 @@ static int group_streams(struct era *e)
 	return 0;
 }
 
-/* Which streams settle, which resolve without bytes, which wait. */
+/* The stream's standing window from its first key in the era to its
+ * ref frontier (its refs in later eras and chains included), into *out;
+ * 0 when the rows are not there (-ENOENT: judged as the era's bytes). */
+static int standing_bytes(const struct settle_cfg *cfg, const struct era_stream *es,
+			  uint64_t *out)
+{
+	struct meta_ref first, last;
+	uint64_t ver;
+	int rc;
+
+	*out = 0;
+	meta_ref_init(&first);
+	meta_ref_init(&last);
+	rc = meta_ref_get(cfg->kv, es->id, es->keys[0], &first, &ver);
+	if (!rc)
+		rc = meta_ref_last(cfg->kv, es->id, &last);
+	if (!rc && last.end_byte > first.first_byte)
+		*out = last.end_byte - first.first_byte;
+	meta_ref_clear(&first);
+	meta_ref_clear(&last);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* Which streams settle, which resolve without bytes, which wait (every
+ * stream of an era is due, collect_due()).  It settles when its
+ * standing window reaches the trigger (the era's bytes, or, when they
+ * fall short, everything it has standing: its later batches may sit in
+ * a newer chain); past the age cap everything standing goes. */
 static int judge_streams(struct era *e)
 {
 	const struct settle_cfg *cfg = e->cfg;
@@ -244,11 +355,18 @@ static int judge_streams(struct era *e)
 		}
 		if (rc)
 			return rc;
-		if ((u64map_get(e->due, es->id) && es->bytes >= cfg->trigger_bytes) ||
-		    (es->oldest_birth != UINT64_MAX && e->now >= es->oldest_birth + cap))
+		if (es->oldest_birth != UINT64_MAX && e->now >= es->oldest_birth + cap) {
 			es->outcome = PENDING;
-		else
-			es->outcome = RESIDUE;
+		} else {
+			uint64_t standing = es->bytes;
+
+			if (standing < cfg->trigger_bytes) {
+				rc = standing_bytes(cfg, es, &standing);
+				if (rc)
+					return rc;
+			}
+			es->outcome = standing >= cfg->trigger_bytes ? PENDING : RESIDUE;
+		}
 	}
 	return 0;
 }
@@ -281,7 +399,7 @@ static bool marker_settles(const struct era *e, const struct meta_marker *m)
 	for (uint32_t i = 0; i < m->nstreams; i++) {
 		const struct era_stream *es = find_stream(e, m->streams[i].stream_id);
 
-		if (es && es->outcome == PENDING)
+		if (es && es->outcome == PENDING && due_at(e, es->id, m->first_slot))
 			return true;
 	}
 	return false;
@@ -415,11 +533,13 @@ static int resolve_markers(struct era *e, int *changed)
 
 		for (uint32_t j = 0; j < m->nstreams; j++) {
 			struct meta_marker_stream ms = m->streams[j];
-			const struct era_stream *es = find_stream(e, ms.stream_id);
+			const struct era_stream *es = due_at(e, ms.stream_id, m->first_slot)
+							      ? find_stream(e, ms.stream_id)
+							      : NULL;
 
 			if (es && es->outcome != RESIDUE)
 				continue;
-			if (ms.ripe_ns <= e->now) {
+			if (es && ms.ripe_ns <= e->now) {
 				ms.ripe_ns = m->birth_ns + cap > e->now ? m->birth_ns + cap
 									: e->now + ERA_RETRY_NS;
 				moved = true;

@@ -245,6 +245,13 @@ int settle_era_judge(struct era *e) __attribute__((warn_unused_result));
 /* JUDGED -> WARM: the slots of the era's markers that hold a stream
  * to settle, in the fetch cache (nothing when no stream qualifies). */
 int settle_era_warm(struct era *e) __attribute__((warn_unused_result));
+/* The stream's part of the marker holding span ref r's first slot (in
+ * r's chain) ripens at ripe_ns, if it would later: a due stream's
+ * earlier history in an older chain settles with it.  0, -ENOENT (no
+ * such marker: settled meanwhile), or -errno.  Best effort: a caller may
+ * ignore the result (the next era of this chain nudges again). */
+int settle_nudge(const struct settle_cfg *cfg, const struct meta_ref *r, uint64_t stream,
+		 uint64_t ripe_ns);
 /* WARM -> ASSEMBLED: every PENDING stream through settle_stream(). */
 void settle_era_assemble(struct era *e);
 /* ASSEMBLED -> RESOLVED: markers rewritten or deleted (*changed counts

@@ -358,7 +358,12 @@ int settle_job_load(struct settle_job *j)
 		if (rc == 0) {
 			j->have_prev = true;
 			if (j->prev.kind != META_REF_CATALOG && j->prev.end_seq > es->row.trim_seq) {
-				settle_job_done(j, RESIDUE); /* earlier history settles first */
+				/* Earlier history settles first; when it waits in an
+				 * older chain (a recovered epoch) while the stream is
+				 * due here, it is due there too. */
+				if (u64map_get(j->e->due, es->id))
+					(void)settle_nudge(cfg, &j->prev, es->id, j->e->now);
+				settle_job_done(j, RESIDUE);
 				return 0;
 			}
 		} else if (rc != -ENOENT) {
