@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define RESOLVE_TXN_MARKERS 128 /* markers resolved per transaction */
+
 void settle_era_init(struct era *e, const struct settle_cfg *cfg, const struct meta_chain *c,
 		     uint64_t now_ns)
 {
@@ -522,14 +524,29 @@ static int resolve_markers(struct era *e, int *changed)
 {
 	const struct settle_cfg *cfg = e->cfg;
 	uint64_t cap = cfg->age_cap_ns[e->chain.cls];
+	struct kv_txn *t = NULL;
+	uint32_t pending = 0;
 	int rc = NV_FP("settle.before_resolve");
 
-	for (uint32_t i = 0; !rc && i < e->nmarks; i++) {
-		struct meta_marker *m = &e->marks[i];
+	for (uint32_t i = 0; !rc && i <= e->nmarks; i++) {
+		struct meta_marker *m = &e->marks[i < e->nmarks ? i : 0];
 		uint64_t ripe = UINT64_MAX;
 		uint32_t keep = 0;
 		bool moved = false;
-		struct kv_txn *t;
+
+		if (i == e->nmarks || pending == RESOLVE_TXN_MARKERS) {
+			/* The batch so far (markers of other streams are
+			 * independent: any order, any grouping, is the same). */
+			if (pending)
+				rc = kv_txn_commit(cfg->kv, t, NULL);
+			kv_txn_free(t);
+			t = NULL;
+			if (!rc)
+				*changed += (int)pending;
+			pending = 0;
+			if (rc || i == e->nmarks)
+				break;
+		}
 
 		for (uint32_t j = 0; j < m->nstreams; j++) {
 			struct meta_marker_stream ms = m->streams[j];
@@ -550,8 +567,7 @@ static int resolve_markers(struct era *e, int *changed)
 		}
 		if (keep == m->nstreams && !moved && ripe == m->ripe_ns)
 			continue; /* unchanged */
-		t = kv_txn_new();
-		if (!t)
+		if (!t && !(t = kv_txn_new()))
 			return -ENOMEM;
 		if (keep == 0) {
 			rc = meta_marker_txn_del(t, m->cls, m->star, m->epoch, m->first_slot);
@@ -561,12 +577,9 @@ static int resolve_markers(struct era *e, int *changed)
 			m->crossed = ripe < m->birth_ns + cap;
 			rc = meta_marker_txn_put(t, m);
 		}
-		if (!rc)
-			rc = kv_txn_commit(cfg->kv, t, NULL);
-		kv_txn_free(t);
-		if (!rc)
-			(*changed)++;
+		pending++;
 	}
+	kv_txn_free(t);
 	return rc;
 }
 
