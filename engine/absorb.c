@@ -245,9 +245,10 @@ static int commit_checkpoint(struct kv *kv, struct meta_chain *row, uint64_t *ve
 	return rc;
 }
 
-int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
-			const struct absorb_slot *slots, uint32_t n,
-			const struct absorb_policy *pol, struct absorb_result *res)
+/* Commit slots[0..n) as one batch (absorb_commit_batch() sized it). */
+static int commit_one(struct kv *kv, struct meta_chain *row, uint64_t *ver,
+		      const struct absorb_slot *slots, uint32_t n,
+		      const struct absorb_policy *pol, struct absorb_result *res)
 {
 	struct ref_build b = { 0 };
 	struct meta_marker mk = { 0 };
@@ -299,6 +300,67 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 out:
 	free(mk.streams);
 	rb_free(&b);
+	return rc;
+}
+
+/*
+ * How many of slots[0..n) form the next batch: no more than
+ * ABSORB_BATCH_SLOTS_MAX slots (a span ref holds one entry per slot) and
+ * no more than META_MARKER_STREAMS_MAX streams (the marker holds one per
+ * stream), so neither row can outgrow the metastore's value limit.  At
+ * least one slot (a flight holds at most CHAIN_FLIGHT_STREAMS_MAX).
+ */
+static int batch_prefix(const struct absorb_slot *slots, uint32_t n, uint32_t *out)
+{
+	struct u64map *seen = u64map_new(1024);
+	uint32_t k = 0, distinct = 0;
+	int rc = 0;
+
+	if (!seen)
+		return -ENOMEM;
+	for (; k < n && k < ABSORB_BATCH_SLOTS_MAX && !rc; k++) {
+		uint32_t fresh = 0;
+
+		for (uint32_t j = 0; j < slots[k].nruns; j++)
+			fresh += !u64map_get(seen, slots[k].runs[j].stream_id);
+		if (k > 0 && distinct + fresh > META_MARKER_STREAMS_MAX)
+			break;
+		for (uint32_t j = 0; j < slots[k].nruns && !rc; j++)
+			if (!u64map_get(seen, slots[k].runs[j].stream_id))
+				rc = u64map_put(seen, slots[k].runs[j].stream_id, (void *)&slots[k]);
+		distinct += fresh;
+	}
+	u64map_free(seen);
+	*out = k;
+	return rc;
+}
+
+int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
+			const struct absorb_slot *slots, uint32_t n,
+			const struct absorb_policy *pol, struct absorb_result *res)
+{
+	struct absorb_result one = { 0 };
+	uint32_t nrefs = 0;
+	int rc = 0;
+
+	if (n == 0)
+		return -EINVAL;
+	while (!rc && n) {
+		uint32_t k;
+
+		rc = batch_prefix(slots, n, &k);
+		if (!rc)
+			rc = commit_one(kv, row, ver, slots, k, pol, &one);
+		if (!rc) {
+			nrefs += one.nrefs;
+			slots += k;
+			n -= k;
+		}
+	}
+	if (!rc && res) {
+		*res = one;
+		res->nrefs = nrefs;
+	}
 	return rc;
 }
 

@@ -96,9 +96,17 @@ struct absorb_result {
 	int crossed;       /* a stream in it crossed the trigger */
 };
 
+/* Slots per batch at most (a span ref holds an entry per slot; see
+ * absorb_commit_batch()). */
+#define ABSORB_BATCH_SLOTS_MAX 16384
+
 /*
  * Commit slots[0..n) of the chain *row (whose version is *ver) as one
- * batch: refs, then checkpoint + marker.  slots must start at
+ * batch: refs, then checkpoint + marker; or, when one batch would make a
+ * marker or a span ref outgrow the metastore's value limit (more than
+ * META_MARKER_STREAMS_MAX streams, more than ABSORB_BATCH_SLOTS_MAX
+ * slots), as consecutive batches that do not (*res: the last one's, with
+ * nrefs summed).  slots must start at
  * row->checkpoint and be consecutive.  On 0 *row and *ver are the new
  * chain row and version.  -ECANCELED: the chain row changed under us
  * (another actor fenced or settled it); -EINVAL: slots not consecutive

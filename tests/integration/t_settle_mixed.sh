@@ -280,7 +280,7 @@ nv_start
 t_mount=$EPOCHREALTIME
 check_acked
 say "express streams: recovered batches ripen at the express cap (4 s), not the standard 12 s"
-nv_await 9 "the express streams to settle after recovery" \
+nv_await 10 "the express streams to settle after recovery" \
 	python3 "$NV_TMP/mixed.py" settled "$MNT/xp" "${XP[@]}"
 say "ok: express streams settled $(awk -v a="$t_mount" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s after the mount"
 python3 "$NV_TMP/mixed.py" load "$MNT" 10 "$NV_TMP/state" >> "$NV_TMP/samples" 2>&1 ||

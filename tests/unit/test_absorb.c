@@ -1399,6 +1399,38 @@ static void test_absorb_recover_class_policy(void **state)
 	free(ml);
 }
 
+
+/* A batch of more streams than one marker can hold (issue 11 item 7) is
+ * committed as consecutive batches whose markers fit the metastore's
+ * value limit: two slots of 22,000 streams each (44,000 would make a
+ * 1 MiB+ marker) become two markers, every ref is written, and the
+ * checkpoint passes both slots. */
+static void test_absorb_splits_huge_batch(void **state)
+{
+	struct efx *f = *state;
+	const uint32_t per = 22000;
+	struct absorb_run *runs = calloc(2 * per, sizeof(*runs));
+	struct absorb_slot slots[2] = {
+		{ .slot = 0, .footer_off = 1, .footer_len = 64, .nruns = per, .runs = runs },
+		{ .slot = 1, .footer_off = 1, .footer_len = 64, .nruns = per, .runs = runs + per },
+	};
+	struct absorb_result res = { 0 };
+	struct meta_chain row;
+	uint64_t ver;
+
+	assert_non_null(runs);
+	for (uint32_t i = 0; i < 2 * per; i++)
+		runs[i] = (struct absorb_run)RUN(1000 + i, 0, 0, 1, 10);
+	row = mint(f->kv, &ver);
+	assert_int_equal(absorb_commit_batch(f->kv, &row, &ver, slots, 2, &POLICY, &res), 0);
+	assert_int_equal(row.checkpoint, 2);
+	assert_int_equal(res.nrefs, 2 * per);
+	assert_int_equal(res.end_slot, 2);
+	assert_int_equal(efx_count_space(f->kv, "mrk"), 2);
+	assert_int_equal(efx_count_space(f->kv, "ref"), 2 * per);
+	free(runs);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -1422,6 +1454,7 @@ int main(void)
 		T(test_absorb_settle_rounds),
 		T(test_absorb_jitter_per_stream),
 		T(test_absorb_recover_class_policy),
+		T(test_absorb_splits_huge_batch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
