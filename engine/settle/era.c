@@ -17,7 +17,8 @@
  *     warmed; a marker of residue and dropped streams only resolves
  *     without a byte staged.
  *  2. Markers are resolved only after every worker has finished, and
- *     keep exactly the streams left RESIDUE.
+ *     keep exactly the streams left RESIDUE (and a settled stream's
+ *     batches beyond the end it settled to).
  *
  * Threads: settle_chain() runs on the auditor thread; the workers of
  * settle_era_assemble() take streams under e->lock (job.h).
@@ -554,7 +555,10 @@ static int resolve_markers(struct era *e, int *changed)
 							      ? find_stream(e, ms.stream_id)
 							      : NULL;
 
-			if (es && es->outcome != RESIDUE)
+			/* A settled stream's part beyond its settled end (the
+			 * job committed less than its window) is residue. */
+			if (es && es->outcome != RESIDUE &&
+			    !(es->outcome == SETTLED && ms.first_seq >= es->end_seq))
 				continue;
 			if (es && ms.ripe_ns <= e->now) {
 				ms.ripe_ns = m->birth_ns + cap > e->now ? m->birth_ns + cap

@@ -599,13 +599,16 @@ static void test_settle_publish_adopts(void **state)
 
 /* A run stopped after publishing from a shorter window (an era bounded
  * by the fetch budget) leaves an object at the key the longer window
- * derives too; it does not hold the window's records, so the next run
- * deletes it once and publishes its own. */
-static void test_settle_publish_replaces_stale(void **state)
+ * derives too, holding a prefix of its records.  The next run never
+ * replaces it (issue 11 item 9): it commits those durable bytes, and the
+ * rest of the window settles in a later era (a tail extension). */
+static void test_settle_publish_keeps_shorter(void **state)
 {
 	struct st t;
 	struct nv_stream *a;
+	struct rows *rs = calloc(1, sizeof(*rs));
 
+	assert_non_null(rs);
 	st_start(*state, &t);
 	a = efx_stream(t.f, "a", -1);
 	efx_write_absorb(t.f, a, 0, 3, 600);
@@ -620,10 +623,23 @@ static void test_settle_publish_replaces_stale(void **state)
 	t.cfg.fetch_budget = 64u << 20;
 	fake_store_reset_calls(t.f->fs);
 	assert_int_equal(settle_now(&t, NOW_RETRY), 1);
-	expect_settled(t.f, a->id, 3, 1800, NULL); /* reads the replacement */
-	assert_int_equal(fake_store_ok_calls(t.f->fs, FAKE_DEL, "streams/"), 1);
-	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 2);
-	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 1);
+	get_rows(t.f->kv, a->id, rs);
+	assert_int_equal(rs->n, 3); /* the catalog row [0, 1), span refs after it */
+	assert_int_equal(rs->r[0].kind, META_REF_CATALOG);
+	assert_int_equal(rs->r[0].end_seq, 1);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, "streams/"), 0);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 1);
+	{
+		uint64_t seq = 0, byte = 0;
+
+		expect_object(t.f, a->id, &rs->r[0], 0, &seq, &byte);
+	}
+	while (settle_now(&t, NOW_RETRY + 2 * ERA_RETRY_NS) == 1)
+		;
+	expect_settled(t.f, a->id, 3, 1800, NULL);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, "streams/"), 0);
+	expect_twins(t.f);
+	free(rs);
 	st_stop(&t);
 }
 
@@ -1020,7 +1036,7 @@ int main(void)
 		T(test_settle_chain_whole),
 		T(test_settle_tail_extension),
 		T(test_settle_publish_adopts),
-		T(test_settle_publish_replaces_stale),
+		T(test_settle_publish_keeps_shorter),
 		T(test_settle_commit_cas),
 		T(test_settle_job_states),
 		T(test_settle_crash_after_publish),
