@@ -1026,6 +1026,88 @@ static void test_settle_backoff(void **state)
 	assert_true(settle_backoff_ready(&b, t));
 }
 
+
+/* The settle frontier (DESIGN.md section 4 invariant 6; issue 11 item
+ * 12), checked after every era over rounds of settling beside a residue
+ * stream: it only advances; no marker stands below it; no span ref of
+ * any stream names a slot below it (everything there is settled, so no
+ * settle actor has anything left to write there). */
+struct frontier_check {
+	uint64_t front;
+	int bad;
+};
+
+static int below_front_marker(void *arg, const struct meta_marker *m)
+{
+	struct frontier_check *fc = arg;
+
+	fc->bad += m->first_slot < fc->front;
+	return 0;
+}
+
+static int below_front_ref(void *arg, const struct meta_ref *r)
+{
+	struct frontier_check *fc = arg;
+
+	for (uint32_t i = 0; r->kind == META_REF_SPAN && i < r->nslots; i++)
+		fc->bad += r->slots[i].slot < fc->front;
+	return 0;
+}
+
+static uint64_t expect_frontier(struct st *t, uint64_t was, const uint64_t *ids, unsigned n)
+{
+	struct frontier_check fc = { 0 };
+	struct meta_cursors cur;
+
+	assert_int_equal(meta_cursors_get(t->f->kv, t->f->o.cls, EFX_STAR, t->f->row.epoch, &cur,
+					  NULL), 0);
+	assert_true(cur.settle_frontier >= was);
+	fc.front = cur.settle_frontier;
+	assert_int_equal(meta_marker_list(t->f->kv, t->f->o.cls, EFX_STAR, t->f->row.epoch,
+					  below_front_marker, &fc), 0);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(meta_ref_list(t->f->kv, ids[i], 0, 0, below_front_ref, &fc), 0);
+	assert_int_equal(fc.bad, 0);
+	return cur.settle_frontier;
+}
+
+static void test_settle_frontier_pinned(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	uint64_t ids[2], front = 0, now = nv_now_wall_ns();
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	ids[0] = a->id;
+	ids[1] = b->id;
+	t.cfg.trigger_bytes = 1000;
+	efx_write_absorb(t.f, a, 0, 2, 600);
+	efx_write_absorb(t.f, b, 0, 1, 100); /* residue: holds the frontier */
+	efx_write_absorb(t.f, a, 2, 2, 600);
+	set_ripe(t.f, a->id, now - 1, 1);
+	set_ripe(t.f, b->id, now + 3600 * NV_NS_PER_S, 0);
+	for (int round = 0; round < 3; round++) {
+		while (settle_now(&t, now) == 1)
+			;
+		front = expect_frontier(&t, front, ids, 2);
+		efx_write_absorb(t.f, a, 4 + 2 * (uint64_t)round, 2, 600);
+		set_ripe(t.f, a->id, now - 1, 1);
+	}
+	assert_int_equal(front, 2); /* b's marker */
+	/* b reaches its cap: everything settles, the frontier passes it. */
+	now = nv_now_wall_ns() + NV_NS_PER_S;
+	set_ripe(t.f, b->id, now - 1, 0);
+	t.cfg.age_cap_ns[t.f->o.cls] = 1;
+	while (settle_now(&t, now) == 1)
+		;
+	front = expect_frontier(&t, front, ids, 2);
+	assert_int_equal(front, efx_chain_row(t.f).checkpoint);
+	assert_int_equal(count_markers(t.f), 0);
+	st_stop(&t);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -1047,6 +1129,7 @@ int main(void)
 		T(test_settle_warm_only_qualifying),
 		T(test_settle_era_takes_earlier_batches),
 		cmocka_unit_test(test_settle_backoff),
+		T(test_settle_frontier_pinned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
