@@ -270,7 +270,8 @@ static bool stopping(struct auditor *a)
 	return s;
 }
 
-/* settle_cfg.cancelled: an era in progress gives up when we stop. */
+/* settle_cfg.cancelled and trim_cfg.cancelled: an era or a slot
+ * deletion in progress gives up when we stop. */
 static bool settle_cancelled(void *arg)
 {
 	return stopping(arg);
@@ -411,7 +412,7 @@ static void settle_pass(struct auditor *a)
 		if (c->state == CHAIN_SETTLED || own_head) {
 			int t = trim_chain(&a->cfg.trim, c->cls, c->star, c->epoch, now);
 
-			if (t < 0)
+			if (t < 0 && t != -ESHUTDOWN)
 				nv_log(NV_WARN, NV_SUB_TRIM, "%s/%s epoch %llu: trim-check failed: %s",
 				       nv_class_name(c->cls), c->star,
 				       (unsigned long long)c->epoch, strerror(-t));
@@ -514,6 +515,8 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	a->cfg = *cfg;
 	a->cfg.settle.cancelled = settle_cancelled;
 	a->cfg.settle.cancel_arg = a;
+	a->cfg.trim.cancelled = settle_cancelled;
+	a->cfg.trim.cancel_arg = a;
 	snprintf(a->star, sizeof(a->star), "%s", cfg->star);
 	a->cfg.star = a->star;
 	memcpy(a->live, cfg->live_epochs, sizeof(a->live));
