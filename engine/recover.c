@@ -380,10 +380,17 @@ static int walk(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t 
 	return rc;
 }
 
-/* Step 3: slots above the cut (the fence's slot) were never acknowledged. */
+/* Step 3: slots above the cut (the fence's slot) were never acknowledged;
+ * they lie within the writer's put window of it. */
 static int reap(const struct recover_cfg *cfg, const struct meta_chain *row)
 {
 	uint32_t win = cfg->probe_window ? cfg->probe_window : 16;
+
+	/* The crashed writer's own window (the chain row has it), not only
+	 * the one this star runs with: slots above a lowered window would
+	 * leak. */
+	if (row->put_window && row->put_window * 4 + 16 > win)
+		win = row->put_window * 4 + 16;
 
 	for (uint64_t slot = row->cut + 1; slot <= row->cut + win; slot++) {
 		char key[CHAIN_KEY_MAX];

@@ -154,6 +154,17 @@ static int start_class(struct star *st, unsigned cls)
 		       strerror(-rc));
 		return rc;
 	}
+	/* The put window, for a recovery's garbage probe above the cut
+	 * (recover.c reap()): a later start may run with another. */
+	row.put_window = st->cfg.put_window;
+	rc = meta_chain_cas(st->kv, &row, ver);
+	if (!rc)
+		rc = meta_chain_get(st->kv, cls, st->id, row.epoch, &row, &ver);
+	if (rc) {
+		nv_log(NV_ERR, NV_SUB_MAIN, "recording the %s epoch's put window failed: %s",
+		       nv_class_name(cls), strerror(-rc));
+		return rc;
+	}
 	st->epochs[cls] = row.epoch;
 	ac.kv = st->kv;
 	ac.backlog = st->backlog;

@@ -26,10 +26,11 @@ set -euo pipefail
 nv_init
 
 MANY=${NV_MIXED_MANY:-1000}
-# One absorb batch (one marker) per flight: thousands of markers wait for
+# One flight per append where it can be, one absorb batch (one marker) per
+# flight: thousands of markers wait for
 # the standard cap at the front of the chain within seconds.
 OPTS="settle_trigger_mib=1,settle_linger_s=1,age_cap_standard_s=30,age_cap_express_s=4"
-OPTS="$OPTS,read_grace_s=1,audit_interval_ms=200,fetch_cache_mib=64,absorb_batch=1,absorb_linger_us=0"
+OPTS="$OPTS,read_grace_s=1,audit_interval_ms=200,fetch_cache_mib=64,absorb_batch=1,absorb_linger_us=0,linger_us=0,put_window=16"
 
 cat > "$NV_TMP/mixed.py" <<'EOF'
 """Load, sample and verify for t_settle_mixed.
@@ -285,7 +286,7 @@ nv_start
 t_mount=$EPOCHREALTIME
 check_acked
 say "express streams: recovered batches ripen at the express cap (4 s), not the standard 30 s"
-nv_await 10 "the express streams to settle after recovery" \
+nv_await 20 "the express streams to settle after recovery" \
 	python3 "$NV_TMP/mixed.py" settled "$MNT/xp" "${XP[@]}"
 say "ok: express streams settled $(awk -v a="$t_mount" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s after the mount"
 python3 "$NV_TMP/mixed.py" load "$MNT" 10 "$NV_TMP/state" >> "$NV_TMP/samples" 2>&1 ||

@@ -1431,6 +1431,35 @@ static void test_absorb_splits_huge_batch(void **state)
 	free(runs);
 }
 
+
+/* The garbage probe above the cut covers the crashed writer's own put
+ * window, recorded in its chain row (issue 11 item 11), not only the
+ * probe window of the star that recovers (8 here): a slot 40 above the
+ * cut of a writer with a window of 16 is reaped. */
+static void test_absorb_recover_probe_writers_window(void **state)
+{
+	struct efx *f = *state;
+	struct recover_cfg rc = rcfg(f, f->kv, 4);
+	struct meta_chain row;
+	uint64_t ver;
+
+	row = mint(f->kv, &ver);
+	row.put_window = 16;
+	assert_int_equal(meta_chain_cas(f->kv, &row, ver), 0);
+	put_bundle(f->store, 1, 0, SCN[0].runs, SCN[0].nruns, NULL, NULL);
+	put_bundle(f->store, 1, 41, SCN[1].runs, SCN[1].nruns, NULL, NULL);
+	assert_int_equal(recover_chain(&rc, 0, EFX_STAR, 1), 0);
+	assert_true(slot_exists(f, 0));
+	assert_false(slot_exists(f, 41)); /* cut 1: 41 is within 16 * 4 + 16 */
+	{
+		struct meta_chain got;
+
+		assert_int_equal(meta_chain_get(f->kv, 0, EFX_STAR, 1, &got, NULL), 0);
+		assert_int_equal(got.put_window, 16);
+		assert_int_equal(got.cut, 1);
+	}
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -1455,6 +1484,7 @@ int main(void)
 		T(test_absorb_jitter_per_stream),
 		T(test_absorb_recover_class_policy),
 		T(test_absorb_splits_huge_batch),
+		T(test_absorb_recover_probe_writers_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
