@@ -238,6 +238,8 @@ int fetch_cache_warm(struct fetch_cache *fc, const char *key)
 	struct fc_file *f;
 	int rc;
 
+	if (fc->budget == 0)
+		return -ENOBUFS; /* reads go to the store (star.c: a local store) */
 	pthread_mutex_lock(&fc->lock);
 	f = find_locked(fc, key);
 	id = fc->next_id++;

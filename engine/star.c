@@ -357,7 +357,13 @@ static int start_caches(struct star *st)
 		snprintf(path, sizeof(path), "%s", cfg->scratch_dir);
 	else
 		snprintf(path, sizeof(path), "%s/scratch", st->data_dir);
-	rc = fetch_cache_new(st->store, path, cfg->fetch_cache_bytes, &st->fc);
+	/* A directory store is local disk already: staging its bundles in
+	 * scratch would write every settled byte once more (bench/RESULTS.md,
+	 * settlement on the directory store), so its eras read them in place
+	 * (a fetch cache of no budget). */
+	rc = fetch_cache_new(st->store, path,
+			     strncmp(store_name(st->store), "dir:", 4) ? cfg->fetch_cache_bytes : 0,
+			     &st->fc);
 	if (rc)
 		return rc;
 	st->streams = stream_table_new();
