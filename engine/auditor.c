@@ -360,65 +360,112 @@ static void publish_view(struct auditor *a, const struct pass_view *pv)
 	NV_STAT_SET(st, settle_backoff_ms, longest / NV_NS_PER_MS);
 }
 
-/* Run the eras due on chain c (several may be due; bounded per pass),
- * unless it is backing off; fold what they saw into *pv. */
-static void settle_one(struct auditor *a, const struct meta_chain *c, struct pass_view *pv)
+/* One era on chain c, unless it is backing off; *sv gets what the call
+ * saw (unchanged when it did not run).  Returns 1 when another era may
+ * be due. */
+static int settle_one(struct auditor *a, const struct meta_chain *c, struct settle_view *sv)
 {
 	const struct chain_backoff *cb = backoff_of(a, c);
-	struct settle_view sv = { .oldest_birth = UINT64_MAX };
-	int rc = 0;
+	struct meta_chain fresh;
+	uint64_t v;
+	int rc;
 
 	if (cb && !settle_backoff_ready(&cb->b, nv_now_mono_ns()))
-		return;
-	for (int k = 0; k < 16 && !stopping(a); k++) {
-		struct meta_chain fresh;
-		uint64_t v;
-
-		if (meta_chain_get(a->cfg.recover.kv, c->cls, c->star, c->epoch, &fresh, &v))
-			break;
-		rc = settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns(), &sv);
-		if (sv.era_ms > NV_STAT_GET(a->cfg.settle.stats, settle_era_ms_max))
-			NV_STAT_SET(a->cfg.settle.stats, settle_era_ms_max, sv.era_ms);
-		if (rc != 1)
-			break;
-	}
+		return 0;
+	if (meta_chain_get(a->cfg.recover.kv, c->cls, c->star, c->epoch, &fresh, &v))
+		return 0;
+	rc = settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns(), sv);
+	if (sv->era_ms > NV_STAT_GET(a->cfg.settle.stats, settle_era_ms_max))
+		NV_STAT_SET(a->cfg.settle.stats, settle_era_ms_max, sv->era_ms);
 	if (rc != -ESHUTDOWN)
 		note_result(a, c, rc);
-	pv->waiting += sv.waiting;
-	if (c->cls < NV_CLASS_COUNT && sv.oldest_birth < pv->oldest[c->cls])
-		pv->oldest[c->cls] = sv.oldest_birth;
+	return rc == 1;
 }
 
-/* The group settle and trim-check over every chain we may settle. */
+/* Several eras may be due per chain; at most this many per pass. */
+#define ERAS_PER_PASS 16
+
+/* The group settle and trim-check over every chain we may settle.  The
+ * chains take turns, one era each per round, so a chain of many small
+ * cap-ripened eras never holds back another chain's (a hot stream's)
+ * round. */
 static void settle_pass(struct auditor *a)
 {
 	struct pass p = { .a = a };
 	struct pass_view pv = { 0 };
-	uint64_t now = nv_now_wall_ns();
+	uint64_t now = nv_now_wall_ns(), t0 = nv_now_mono_ns();
 	int rc = meta_chain_list(a->cfg.recover.kv, collect_all, &p);
+	bool *more = calloc(p.n ? p.n : 1, sizeof(*more));
+	struct settle_view *views = calloc(p.n ? p.n : 1, sizeof(*views));
+	uint64_t *idle_since = calloc(p.n ? p.n : 1, sizeof(*idle_since)); /* mono; 0: not idle */
 
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
 		pv.oldest[cls] = UINT64_MAX;
+	for (size_t i = 0; views && i < p.n; i++)
+		views[i].oldest_birth = UINT64_MAX;
+	if (!more || !views || !idle_since)
+		rc = rc ? rc : -ENOMEM;
+	for (size_t i = 0; !rc && i < p.n; i++) {
+		const struct meta_chain *c = &p.chains[i];
+
+		pthread_mutex_lock(&a->lock);
+		more[i] = c->state == CHAIN_SETTLED ||
+			  (!strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
+			   a->halted[c->cls] != c->epoch);
+		pthread_mutex_unlock(&a->lock);
+	}
+	/* Rounds ask again the chains that settled something, and, once an
+	 * audit period has passed since they had nothing, the others: a
+	 * round of another chain may ripen while a long pass runs, and an
+	 * idle chain's ask is a walk of its markers. */
+	for (int round = 0; !rc && round < ERAS_PER_PASS && !stopping(a); round++) {
+		bool any = false;
+
+		for (size_t i = 0; i < p.n && !stopping(a); i++) {
+			if (!more[i] || (idle_since[i] &&
+					 nv_now_mono_ns() - idle_since[i] < a->cfg.period_ns))
+				continue;
+			if (settle_one(a, &p.chains[i], &views[i])) {
+				idle_since[i] = 0;
+				any = true;
+			} else {
+				idle_since[i] = nv_now_mono_ns();
+			}
+		}
+		if (!any)
+			break;
+	}
+	for (size_t i = 0; !rc && i < p.n; i++) {
+		unsigned cls = p.chains[i].cls;
+
+		pv.waiting += views[i].waiting;
+		if (cls < NV_CLASS_COUNT && views[i].oldest_birth < pv.oldest[cls])
+			pv.oldest[cls] = views[i].oldest_birth;
+	}
 	for (size_t i = 0; !rc && i < p.n && !stopping(a); i++) {
 		const struct meta_chain *c = &p.chains[i];
 		bool own_head;
+		int t;
 
 		pthread_mutex_lock(&a->lock);
 		own_head = !strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
 			   a->halted[c->cls] != c->epoch;
 		pthread_mutex_unlock(&a->lock);
-		if (c->state == CHAIN_SETTLED || own_head)
-			settle_one(a, c, &pv);
-		if (c->state == CHAIN_SETTLED || own_head) {
-			int t = trim_chain(&a->cfg.trim, c->cls, c->star, c->epoch, now);
-
-			if (t < 0 && t != -ESHUTDOWN)
-				nv_log(NV_WARN, NV_SUB_TRIM, "%s/%s epoch %llu: trim-check failed: %s",
-				       nv_class_name(c->cls), c->star,
-				       (unsigned long long)c->epoch, strerror(-t));
-		}
+		if (c->state != CHAIN_SETTLED && !own_head)
+			continue;
+		t = trim_chain(&a->cfg.trim, c->cls, c->star, c->epoch, now);
+		if (t < 0 && t != -ESHUTDOWN)
+			nv_log(NV_WARN, NV_SUB_TRIM, "%s/%s epoch %llu: trim-check failed: %s",
+			       nv_class_name(c->cls), c->star, (unsigned long long)c->epoch,
+			       strerror(-t));
 	}
+	free(more);
+	free(views);
+	free(idle_since);
 	free(p.chains);
+	if ((nv_now_mono_ns() - t0) / NV_NS_PER_MS > NV_STAT_GET(a->cfg.settle.stats, settle_pass_ms_max))
+		NV_STAT_SET(a->cfg.settle.stats, settle_pass_ms_max,
+			    (nv_now_mono_ns() - t0) / NV_NS_PER_MS);
 	if (!rc) {
 		int r;
 

@@ -40,6 +40,8 @@
 	X(copy_fallbacks)     /* copies the store refused: read instead */\
 	X(settle_failures)    /* settle passes of a chain that failed */  \
 	X(settle_era_ms_max)  /* gauge: the longest era so far, ms */     \
+	X(settle_pass_ms_max) /* gauge: the longest settle pass so far   \
+			       * (every chain's eras, trim), ms */       \
 	X(settle_markers_waiting) /* gauge: markers not ripe yet */       \
 	X(settle_oldest_standard_ms) /* gauge: age of the oldest un-settled\
 				      * standard batch, ms (0: none) */   \

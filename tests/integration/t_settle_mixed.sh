@@ -6,7 +6,9 @@
 # and one absorb batch per flight:
 #  - the hot stream's un-settled bytes stay within the trigger + one
 #    linger's worth (1.5 s with jitter) of its appends + one era's time
-#    (settle_era_ms_max) + an audit interval and 1 s of scheduling slack;
+#    (the longest settle pass, settle_pass_ms_max: a ripe round waits at
+#    most that long for its turn) + an audit interval and 2 s of slack
+#    (the machine is shared; the old code exceeds it by far, 30+ MiB);
 #  - slots_live stays within the slot rate times (age cap + 6 s), and the
 #    hot stream's span refs within the absorb batch rate times 4 s;
 #  - after a kill -9 in the middle, the recovered batches ripen by their
@@ -134,9 +136,11 @@ def load(d, secs, state):
             settled = xint(hot, "user.nova.settled")
             lay = json.loads(os.getxattr(hot, "user.nova.layout").decode())
             el = time.monotonic() - s0[0]
-            era_s = st["settle_era_ms_max"] / 1000.0
+            # One era's time: a ripe round waits for at most one pass of
+            # every chain's eras (settle_pass_ms_max) to reach its turn.
+            era_s = max(st["settle_era_ms_max"], st.get("settle_pass_ms_max", 0)) / 1000.0
             unsettled = (seq - settled) * HOT_REC
-            bound = MIB + HOT_RATE * (1.5 + 0.2 + era_s + 1.0)
+            bound = MIB + HOT_RATE * (1.5 + 0.2 + era_s + 2.0)
             slot_rate = (st["slots_written"] - s0[1]["slots_written"]) / max(el, 1.0)
             batch_rate = (st["absorb_batches"] - s0[1]["absorb_batches"]) / max(el, 1.0)
             slots_bound = slot_rate * (30 + 6) + 50
