@@ -1108,6 +1108,63 @@ static void test_settle_frontier_pinned(void **state)
 	st_stop(&t);
 }
 
+
+/* A window needing more objects than a catalog row holds (issue 11 item
+ * 10) settles over two eras: the first row takes META_REF_OBJS_MAX
+ * objects and ends at a span ref's end, the rest (its markers kept)
+ * becomes a second row; every record is there once. */
+struct cat_sum {
+	unsigned rows, spans;
+	uint64_t objs, next_seq;
+	int gap;
+};
+
+static int cat_sum_fn(void *arg, const struct meta_ref *r)
+{
+	struct cat_sum *c = arg;
+
+	if (r->kind == META_REF_CATALOG) {
+		c->rows++;
+		c->objs += r->nobjs;
+	} else {
+		c->spans++;
+	}
+	c->gap |= r->first_seq != c->next_seq;
+	c->next_seq = r->end_seq;
+	return 0;
+}
+
+static void test_settle_window_over_row_cap(void **state)
+{
+	struct st t;
+	struct nv_stream *a;
+	struct cat_sum cs = { 0 };
+	const unsigned n = META_REF_OBJS_MAX + 6;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, n, 20);
+	t.cfg.output_cap_bytes = 1; /* one object per chunk (per record here) */
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	assert_int_equal(meta_ref_list(t.f->kv, a->id, 0, 0, cat_sum_fn, &cs), 0);
+	assert_int_equal(cs.rows, 1);
+	assert_int_equal(cs.objs, META_REF_OBJS_MAX);
+	assert_int_equal(cs.spans, 6);
+	assert_int_equal(count_markers(t.f), 6);
+	while (settle_now(&t, NOW_RETRY) == 1)
+		;
+	memset(&cs, 0, sizeof(cs));
+	assert_int_equal(meta_ref_list(t.f->kv, a->id, 0, 0, cat_sum_fn, &cs), 0);
+	assert_int_equal(cs.rows, 2);
+	assert_int_equal(cs.objs, n);
+	assert_int_equal(cs.spans, 0);
+	assert_int_equal(cs.gap, 0);
+	assert_int_equal(cs.next_seq, n);
+	assert_int_equal(count_markers(t.f), 0);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -1130,6 +1187,7 @@ int main(void)
 		T(test_settle_era_takes_earlier_batches),
 		cmocka_unit_test(test_settle_backoff),
 		T(test_settle_frontier_pinned),
+		T(test_settle_window_over_row_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
