@@ -27,9 +27,23 @@
 # ratio is settle MB/s / local copy MB/s on the same disk, in the same run.
 # VERIFY=1 compares every stream with what was written, after settling.
 #
-# Environment: SIZE_MB (256), REPS (3), CASES ("hot many"), STREAMS (32),
-# WRITERS (8), REC_KB (64), AGE_CAP_S (10), VERIFY (1), plus the common ones
-# of bench/lib.sh (DEFER_SETTLE is forced to 0: this bench is the settle).
+# Case mixed (issue 11), settlement live under load: a hot stream fed
+# MIXED_MIBPS MiB/s in 64 KiB records beside MIXED_TRICKLE streams that
+# each get a short line every 50 ms, for MIXED_S seconds, with
+# settle_trigger_mib=1, settle_linger_s=1, age_cap_standard_s=MIXED_CAP_S
+# and one absorb batch per flight.  Every 0.5 s it samples the hot
+# stream's transit window (bytes not settled yet), slots_live and the
+# markers waiting; the samples go to $B_TMP/../settle-mixed-<rep>.csv and
+# an ASCII plot of the transit window over time.  Reported: the transit
+# window's median and maximum, store requests per settled MiB (store_*
+# counters over the run / the bytes the eras settled), and settle MB/s
+# (era bytes / summed era durations).
+#
+# Environment: SIZE_MB (256), REPS (3), CASES ("hot many"; add "mixed"),
+# STREAMS (32), WRITERS (8), REC_KB (64), AGE_CAP_S (10), VERIFY (1),
+# MIXED_S (60), MIXED_MIBPS (4), MIXED_TRICKLE (30), MIXED_CAP_S (30), plus
+# the common ones of bench/lib.sh (DEFER_SETTLE is forced to 0: this bench
+# is the settle).
 set -euo pipefail
 DEFER_SETTLE=0
 . "$(dirname "$0")/lib.sh"
@@ -42,6 +56,10 @@ DEFER_SETTLE=0
 : "${REC_KB:=64}"
 : "${AGE_CAP_S:=10}"
 : "${VERIFY:=1}"
+: "${MIXED_S:=60}"
+: "${MIXED_MIBPS:=4}"
+: "${MIXED_TRICKLE:=30}"
+: "${MIXED_CAP_S:=30}"
 bytes=$((SIZE_MB * 1048576))
 OPTS="settle_trigger_mib=1048576,settle_linger_s=0,age_cap_standard_s=$AGE_CAP_S,read_grace_s=0,audit_interval_ms=100"
 KINDS="puts gets heads mpu_parts mpu_copies mpu_completes deletes lists"
@@ -148,8 +166,82 @@ local_copy() {
 declare -A R
 add() { R[$1]+="$2 "; }
 
+# mixed_run REP: the mixed case once (see the header); prints its RESULT.
+mixed_run() {
+	local rep=$1 csv=$B_TMP/settle-mixed-$1.csv s0 s1 lines eb ems eras d req
+	[ -z "$NV_PID" ] || nova_stop
+	rm -rf "${DATA:?}"/*
+	nova_start "settle_trigger_mib=1,settle_linger_s=1,age_cap_standard_s=$MIXED_CAP_S,read_grace_s=1,audit_interval_ms=200,absorb_batch=1,absorb_linger_us=0"
+	mkdir -p "$MNT/b"
+	s0=$(nova_stats)
+	lines=$(wc -l < "$LOG")
+	python3 - "$MNT" "$MIXED_S" "$MIXED_MIBPS" "$MIXED_TRICKLE" "$csv" <<'PY'
+import json, os, sys, threading, time
+mnt, secs, mibps, ntr, csv = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+rec = os.urandom(65536)
+stop = threading.Event()
+def writer(path, data, period):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    nxt = time.monotonic()
+    while not stop.is_set():
+        os.write(fd, data)
+        nxt += period
+        stop.wait(max(0.0, nxt - time.monotonic()))
+    os.close(fd)
+hot = os.path.join(mnt, "b", "hot")
+th = [threading.Thread(target=writer, args=(hot, rec, 65536 / (mibps * 1048576)))]
+th += [threading.Thread(target=writer, args=(os.path.join(mnt, "b", "t%02d" % i), b"trickle line\n", 0.05))
+       for i in range(ntr)]
+for t in th: t.start()
+t0 = time.monotonic()
+with open(csv, "w") as out:
+    out.write("t_s,transit_mib,slots_live,markers_waiting\n")
+    while time.monotonic() - t0 < secs:
+        time.sleep(0.5)
+        st = json.loads(os.getxattr(mnt, "user.nova.stats"))
+        w = (int(os.getxattr(hot, "user.nova.seq")) - int(os.getxattr(hot, "user.nova.settled"))) * 65536
+        out.write("%.1f,%.2f,%d,%d\n" % (time.monotonic() - t0, w / 1048576, st["slots_live"],
+                                          st.get("settle_markers_waiting", -1)))
+stop.set()
+for t in th: t.join()
+PY
+	s1=$(nova_stats)
+	read -r eb ems eras <<< "$(era_sums "$lines")"
+	d=$(stats_delta "$s0" "$s1" $(printf 'store_%s ' $KINDS) settle_jobs settled_objects)
+	req=0
+	for k in $KINDS; do
+		req=$((req + $(tr ' ' '\n' <<< "$d" | awk -F= -v k="eng_store_$k" '$1 == k { print $2 }')))
+	done
+	python3 - "$csv" <<'PY' >&2
+import sys
+rows = [l.strip().split(",") for l in open(sys.argv[1]).read().splitlines()[1:]]
+top = max(float(r[1]) for r in rows) or 1
+print("transit window of the hot stream (MiB) over time, one row per 2 samples:")
+for r in rows[::2]:
+    print("%6s s %7s MiB |%s" % (r[0], r[1], "#" * int(50 * float(r[1]) / top)))
+PY
+	result "$(python3 - "$csv" "$rep" "$eb" "$ems" "$eras" "$req" "$d" <<'PY'
+import statistics, sys
+rows = [l.strip().split(",") for l in open(sys.argv[1]).read().splitlines()[1:]]
+w = sorted(float(r[1]) for r in rows)
+eb, ems, eras, req = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+mib = eb / 1048576 or 1
+print("case=mixed rep=%s transit_median_mib=%.2f transit_max_mib=%.2f slots_live_max=%d "
+      "markers_waiting_max=%d eras=%d era_bytes=%d era_ms=%d settle_mbps=%.1f requests=%d "
+      "requests_per_mib=%.1f %s" % (sys.argv[2], statistics.median(w), w[-1],
+      max(int(r[2]) for r in rows), max(int(r[3]) for r in rows), eras, eb, ems,
+      eb / (ems / 1000.0) / 1e6 if ems else 0, req, req / mib, sys.argv[7]))
+PY
+)"
+	nova_stop
+}
+
 for rep in $(seq 1 "$REPS"); do
 	for case in $CASES; do
+		if [ "$case" = mixed ]; then
+			mixed_run "$rep"
+			continue
+		fi
 		[ -z "$NV_PID" ] || nova_stop
 		rm -rf "${DATA:?}"/*
 		nova_start "$OPTS"
@@ -227,10 +319,12 @@ done
 	printf '\n== settle: %d MiB of random bytes, %d reps; median [min-max]\n' "$SIZE_MB" "$REPS"
 	printf '%-6s %-26s %-26s %-24s %s\n' case "settle MB/s" "local copy MB/s" ratio "requests/MiB"
 	for case in $CASES; do
+		[ "$case" != mixed ] || continue
 		printf '%-6s %-26s %-26s %-24s %s\n' "$case" "$(summary ${R[mbps-$case]})" \
 			"$(summary ${R[local-$case]})" "$(summary ${R[ratio-$case]})" "$(summary ${R[rpm-$case]})"
 	done
 	for case in $CASES; do
+		[ "$case" != mixed ] || continue
 		printf '%-6s per settled MiB:' "$case"
 		for k in $KINDS; do printf ' %s %s' "$k" "$(median ${R[k-$case-$k]})"; done
 		printf '\n'

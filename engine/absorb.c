@@ -32,6 +32,8 @@
 
 struct ref_build {
 	struct meta_ref *refs; /* cap entries, allocated once: never moves */
+	uint64_t *ripe_delay;  /* per ref: its stream's ripening after birth,
+				* UINT64_MAX: no crossing (the age cap) */
 	uint32_t n, cap;
 	struct u64map *by_stream; /* stream id -> its ref in refs */
 };
@@ -50,6 +52,7 @@ static struct meta_ref *rb_ref(struct ref_build *b, uint64_t stream, bool *fresh
 	if (u64map_put(b->by_stream, stream, r))
 		return NULL;
 	meta_ref_init(r);
+	b->ripe_delay[b->n] = UINT64_MAX;
 	b->n++;
 	*fresh = true;
 	return r;
@@ -60,6 +63,7 @@ static void rb_free(struct ref_build *b)
 	for (uint32_t i = 0; i < b->n; i++)
 		meta_ref_clear(&b->refs[i]);
 	free(b->refs);
+	free(b->ripe_delay);
 	u64map_free(b->by_stream);
 }
 
@@ -83,16 +87,18 @@ static int rb_init(struct ref_build *b, uint64_t total)
 {
 	b->cap = (uint32_t)(total ? total : 1);
 	b->refs = calloc(b->cap, sizeof(*b->refs));
+	b->ripe_delay = calloc(b->cap, sizeof(*b->ripe_delay));
 	b->by_stream = u64map_new(b->cap);
-	if (!b->refs || !b->by_stream)
+	if (!b->refs || !b->ripe_delay || !b->by_stream)
 		return -ENOMEM;
 	return 0;
 }
 
 /*
  * The size trigger: are the run's stream's un-settled bytes at or over
- * the trigger after this run?  Then the batch ripens at the stream's open
- * round, or opens one (absorb.h): lower *ripe_linger to that delay.
+ * the trigger after this run?  Then the stream's part of the batch
+ * ripens at the stream's open round, or opens one (absorb.h): lower
+ * *ripe_linger (the stream's own) to that delay.
  */
 static void note_trigger(const struct absorb_policy *pol, const struct absorb_run *run,
 			 uint64_t birth, uint64_t *ripe_linger)
@@ -176,12 +182,13 @@ static int write_refs(struct kv *kv, const struct ref_build *b)
 	return rc;
 }
 
-/* Fill the batch's marker from its refs (streams sorted by id).  The
- * caller frees mk->streams.  0 or -ENOMEM. */
+/* Fill the batch's marker from its refs (streams sorted by id), each
+ * stream ripening on its own (markers.h invariant 4).  The caller frees
+ * mk->streams.  0 or -ENOMEM. */
 static int build_marker(struct meta_marker *mk, const struct meta_chain *row,
 			const struct absorb_slot *slots, uint32_t n,
 			const struct ref_build *b, const struct absorb_policy *pol,
-			uint64_t birth, uint64_t ripe_linger)
+			uint64_t birth)
 {
 	mk->cls = row->cls;
 	strcpy(mk->star, row->star);
@@ -189,16 +196,24 @@ static int build_marker(struct meta_marker *mk, const struct meta_chain *row,
 	mk->first_slot = slots[0].slot;
 	mk->end_slot = slots[n - 1].slot + 1;
 	mk->birth_ns = birth;
-	mk->crossed = ripe_linger != UINT64_MAX;
-	mk->ripe_ns = mk->birth_ns + (mk->crossed ? ripe_linger : pol->age_cap_ns);
+	mk->crossed = 0;
+	mk->ripe_ns = birth + pol->age_cap_ns;
 	mk->nstreams = b->n;
 	mk->streams = calloc(b->n ? b->n : 1, sizeof(*mk->streams));
 	if (!mk->streams)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < b->n; i++) {
-		mk->streams[i].stream_id = b->refs[i].stream_id;
-		mk->streams[i].first_seq = b->refs[i].first_seq;
-		mk->streams[i].bytes = b->refs[i].end_byte - b->refs[i].first_byte;
+		struct meta_marker_stream *ms = &mk->streams[i];
+
+		ms->stream_id = b->refs[i].stream_id;
+		ms->first_seq = b->refs[i].first_seq;
+		ms->bytes = b->refs[i].end_byte - b->refs[i].first_byte;
+		ms->ripe_ns = birth + (b->ripe_delay[i] != UINT64_MAX ? b->ripe_delay[i]
+								     : pol->age_cap_ns);
+		if (b->ripe_delay[i] != UINT64_MAX)
+			mk->crossed = 1;
+		if (ms->ripe_ns < mk->ripe_ns)
+			mk->ripe_ns = ms->ripe_ns;
 	}
 	qsort(mk->streams, b->n, sizeof(*mk->streams), stream_cmp);
 	return 0;
@@ -230,13 +245,14 @@ static int commit_checkpoint(struct kv *kv, struct meta_chain *row, uint64_t *ve
 	return rc;
 }
 
-int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
-			const struct absorb_slot *slots, uint32_t n,
-			const struct absorb_policy *pol, struct absorb_result *res)
+/* Commit slots[0..n) as one batch (absorb_commit_batch() sized it). */
+static int commit_one(struct kv *kv, struct meta_chain *row, uint64_t *ver,
+		      const struct absorb_slot *slots, uint32_t n,
+		      const struct absorb_policy *pol, struct absorb_result *res)
 {
 	struct ref_build b = { 0 };
 	struct meta_marker mk = { 0 };
-	uint64_t total = 0, ripe_linger = UINT64_MAX, birth = nv_now_wall_ns();
+	uint64_t total = 0, birth = nv_now_wall_ns();
 	int rc = 0;
 
 	if (n == 0)
@@ -251,9 +267,14 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 	/* One ref per stream, slot entries in slot order. */
 	for (uint32_t i = 0; i < n && !rc; i++) {
 		for (uint32_t j = 0; j < slots[i].nruns && !rc; j++) {
-			rc = build_run(&b, row, &slots[i], &slots[i].runs[j]);
-			if (!rc)
-				note_trigger(pol, &slots[i].runs[j], birth, &ripe_linger);
+			const struct absorb_run *run = &slots[i].runs[j];
+
+			rc = build_run(&b, row, &slots[i], run);
+			if (!rc) {
+				const struct meta_ref *r = u64map_get(b.by_stream, run->stream_id);
+
+				note_trigger(pol, run, birth, &b.ripe_delay[r - b.refs]);
+			}
 		}
 	}
 	if (!rc)
@@ -263,7 +284,7 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 	if (!rc)
 		rc = NV_FP("absorb.after_refs");
 	if (!rc)
-		rc = build_marker(&mk, row, slots, n, &b, pol, birth, ripe_linger);
+		rc = build_marker(&mk, row, slots, n, &b, pol, birth);
 	if (!rc)
 		rc = commit_checkpoint(kv, row, ver, &mk);
 	if (!rc) {
@@ -271,12 +292,75 @@ int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
 			res->nrefs = b.n;
 			res->end_slot = mk.end_slot;
 			res->ripe_ns = mk.ripe_ns;
+			res->birth_ns = birth;
+			res->crossed = mk.crossed;
 		}
 		rc = NV_FP("absorb.after_checkpoint");
 	}
 out:
 	free(mk.streams);
 	rb_free(&b);
+	return rc;
+}
+
+/*
+ * How many of slots[0..n) form the next batch: no more than
+ * ABSORB_BATCH_SLOTS_MAX slots (a span ref holds one entry per slot) and
+ * no more than META_MARKER_STREAMS_MAX streams (the marker holds one per
+ * stream), so neither row can outgrow the metastore's value limit.  At
+ * least one slot (a flight holds at most CHAIN_FLIGHT_STREAMS_MAX).
+ */
+static int batch_prefix(const struct absorb_slot *slots, uint32_t n, uint32_t *out)
+{
+	struct u64map *seen = u64map_new(1024);
+	uint32_t k = 0, distinct = 0;
+	int rc = 0;
+
+	if (!seen)
+		return -ENOMEM;
+	for (; k < n && k < ABSORB_BATCH_SLOTS_MAX && !rc; k++) {
+		uint32_t fresh = 0;
+
+		for (uint32_t j = 0; j < slots[k].nruns; j++)
+			fresh += !u64map_get(seen, slots[k].runs[j].stream_id);
+		if (k > 0 && distinct + fresh > META_MARKER_STREAMS_MAX)
+			break;
+		for (uint32_t j = 0; j < slots[k].nruns && !rc; j++)
+			if (!u64map_get(seen, slots[k].runs[j].stream_id))
+				rc = u64map_put(seen, slots[k].runs[j].stream_id, (void *)&slots[k]);
+		distinct += fresh;
+	}
+	u64map_free(seen);
+	*out = k;
+	return rc;
+}
+
+int absorb_commit_batch(struct kv *kv, struct meta_chain *row, uint64_t *ver,
+			const struct absorb_slot *slots, uint32_t n,
+			const struct absorb_policy *pol, struct absorb_result *res)
+{
+	struct absorb_result one = { 0 };
+	uint32_t nrefs = 0;
+	int rc = 0;
+
+	if (n == 0)
+		return -EINVAL;
+	while (!rc && n) {
+		uint32_t k;
+
+		rc = batch_prefix(slots, n, &k);
+		if (!rc)
+			rc = commit_one(kv, row, ver, slots, k, pol, &one);
+		if (!rc) {
+			nrefs += one.nrefs;
+			slots += k;
+			n -= k;
+		}
+	}
+	if (!rc && res) {
+		*res = one;
+		res->nrefs = nrefs;
+	}
 	return rc;
 }
 
@@ -393,9 +477,10 @@ static int commit_flights(struct absorb *a, struct flight *list, uint32_t n)
 			pthread_mutex_unlock(&a->lock);
 		}
 	}
-	if (!rc && res.ripe_ns) {
+	if (!rc && res.crossed) {
 		/* Streams over the trigger whose round had ripened (or that had
-		 * none) opened a round that ripens with this batch. */
+		 * none) opened a round: it ripens at this batch's birth + the
+		 * linger + the stream's own jitter (note_trigger()). */
 		const struct absorb_policy *pol = &a->cfg.policy;
 		uint64_t now = nv_now_wall_ns(), x = 0;
 
@@ -409,7 +494,10 @@ static int commit_flights(struct absorb *a, struct flight *list, uint32_t n)
 				    end >= r->settled_byte &&
 				    end - r->settled_byte >= pol->trigger_bytes &&
 				    atomic_load(&s->round_ripe_ns) <= now)
-					atomic_store(&s->round_ripe_ns, res.ripe_ns);
+					atomic_store(&s->round_ripe_ns,
+						     res.birth_ns + pol->linger_ns +
+							     absorb_jitter_ns(r->stream_id,
+									      pol->linger_ns));
 			}
 	}
 	if (!rc) {

@@ -64,16 +64,19 @@ struct absorb_slot {
 };
 
 /*
- * When markers ripen (engine/settle/era.c schedules by them).  A batch in
- * which a stream's un-settled bytes (its ref end minus its settled end)
- * reach trigger_bytes opens a settle round for the stream: it ripens at
+ * When markers ripen (engine/settle/era.c schedules by them), per stream
+ * of the batch (meta/markers.h invariant 4).  A batch in which a
+ * stream's un-settled bytes (its ref end minus its settled end) reach
+ * trigger_bytes opens a settle round for the stream: its part ripens at
  * birth + linger + that stream's deterministic jitter (up to linger/2,
- * from its id, so cohorts of streams spread out).  Later batches of the
+ * from its id, so cohorts of streams spread out; the jitter is the
+ * stream's own, never another crossing stream's).  Later batches of the
  * stream while that round is open ripen with it (run->round_ripe_ns), so
  * the round's settle takes everything the stream accumulated, once per
  * round, never once per threshold; the first batch after the round
- * ripened, still over the trigger, opens the next round.  A batch with
- * no stream over the trigger ripens at birth + the class's age cap.
+ * ripened, still over the trigger, opens the next round.  A stream
+ * below the trigger ripens at birth + the class's age cap; the marker
+ * ripens when its first stream does.
  */
 struct absorb_policy {
 	uint64_t age_cap_ns;
@@ -88,12 +91,22 @@ uint64_t absorb_jitter_ns(uint64_t stream_id, uint64_t linger_ns);
 struct absorb_result {
 	uint32_t nrefs;
 	uint64_t end_slot;
-	uint64_t ripe_ns; /* when the batch's marker ripens */
+	uint64_t ripe_ns;  /* when the batch's marker ripens (its first stream) */
+	uint64_t birth_ns; /* the batch's birth (wall ns) */
+	int crossed;       /* a stream in it crossed the trigger */
 };
+
+/* Slots per batch at most (a span ref holds an entry per slot; see
+ * absorb_commit_batch()). */
+#define ABSORB_BATCH_SLOTS_MAX 16384
 
 /*
  * Commit slots[0..n) of the chain *row (whose version is *ver) as one
- * batch: refs, then checkpoint + marker.  slots must start at
+ * batch: refs, then checkpoint + marker; or, when one batch would make a
+ * marker or a span ref outgrow the metastore's value limit (more than
+ * META_MARKER_STREAMS_MAX streams, more than ABSORB_BATCH_SLOTS_MAX
+ * slots), as consecutive batches that do not (*res: the last one's, with
+ * nrefs summed).  slots must start at
  * row->checkpoint and be consecutive.  On 0 *row and *ver are the new
  * chain row and version.  -ECANCELED: the chain row changed under us
  * (another actor fenced or settled it); -EINVAL: slots not consecutive

@@ -10,6 +10,7 @@
 #include "meta/stars.h"
 #include "src/base/clock.h"
 #include "src/base/log.h"
+#include "src/base/u64map.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -35,11 +36,15 @@ struct auditor {
 	 * (doubling to HALT_BACKOFF_MAX_NS) before the next attempt, so a
 	 * full disk or a store that stays away is not retried every pass. */
 	uint64_t halt_next_ns[NV_CLASS_COUNT], halt_backoff_ns[NV_CLASS_COUNT];
-	/* The thread's: after a settle that failed (a full disk, a store
-	 * away), settling waits settle_backoff_ns (doubling to
-	 * SETTLE_BACKOFF_MAX_NS); trim-checks go on meanwhile. */
-	uint64_t settle_next_ns, settle_backoff_ns;
 	struct meta_star reg;     /* the thread's */
+	/* The thread's: chains whose era failed, by digest of (class, star,
+	 * epoch) -> struct chain_backoff (settle.h settle_backoff). */
+	struct u64map *failing;
+};
+
+struct chain_backoff {
+	struct settle_backoff b;
+	struct meta_chain c; /* which chain (digests may collide: compared) */
 };
 
 /* ------------------------------------------------------------ the gate */
@@ -297,79 +302,207 @@ static bool stopping(struct auditor *a)
 	return s;
 }
 
-/* settle_cfg.cancelled: an era in progress gives up when we stop. */
+/* settle_cfg.cancelled and trim_cfg.cancelled: an era or a slot
+ * deletion in progress gives up when we stop. */
 static bool settle_cancelled(void *arg)
 {
 	return stopping(arg);
 }
 
-#define SETTLE_BACKOFF_MAX_NS (60 * NV_NS_PER_S)
-
-/* After a settle pass: a failure pushes the next one back (doubling),
- * a clean pass clears the back-off. */
-static void settle_backoff(struct auditor *a, bool failed)
+static uint64_t chain_digest(const struct meta_chain *c)
 {
-	uint64_t b;
-
-	if (!failed) {
-		a->settle_backoff_ns = 0;
-		return;
-	}
-	b = a->settle_backoff_ns ? a->settle_backoff_ns * 2 : NV_NS_PER_S;
-	a->settle_backoff_ns = b > SETTLE_BACKOFF_MAX_NS ? SETTLE_BACKOFF_MAX_NS : b;
-	a->settle_next_ns = nv_now_mono_ns() + a->settle_backoff_ns;
-	nv_log(NV_INFO, NV_SUB_SETTLE, "settling failed; next attempt in %llu s",
-	       (unsigned long long)(a->settle_backoff_ns / NV_NS_PER_S));
+	return u64map_fnv_str(U64MAP_FNV_SEED ^ (c->epoch * 2 + c->cls), c->star);
 }
 
-/* The group settle and trim-check over every chain we may settle. */
+/* The backoff of chain c, or NULL when it is not failing. */
+static struct chain_backoff *backoff_of(struct auditor *a, const struct meta_chain *c)
+{
+	struct chain_backoff *cb = u64map_get(a->failing, chain_digest(c));
+
+	if (cb && (cb->c.cls != c->cls || cb->c.epoch != c->epoch || strcmp(cb->c.star, c->star)))
+		return NULL; /* a digest collision: tracked as not failing */
+	return cb;
+}
+
+/* Record a settle result of chain c: a failure starts or extends its
+ * backoff (settle.h), anything else ends it. */
+static void note_result(struct auditor *a, const struct meta_chain *c, int rc)
+{
+	struct chain_backoff *cb = backoff_of(a, c);
+	uint64_t now = nv_now_mono_ns();
+
+	if (rc >= 0) {
+		if (cb) {
+			nv_log(NV_INFO, NV_SUB_SETTLE, "%s/%s epoch %llu: settling again after %u "
+			       "failed pass(es)", nv_class_name(c->cls), c->star,
+			       (unsigned long long)c->epoch, cb->b.failures);
+			free(u64map_remove(a->failing, chain_digest(c)));
+		}
+		return;
+	}
+	NV_STAT_ADD(a->cfg.settle.stats, settle_failures, 1);
+	if (!cb && !u64map_get(a->failing, chain_digest(c))) {
+		cb = calloc(1, sizeof(*cb));
+		if (cb && u64map_put(a->failing, chain_digest(c), cb)) {
+			free(cb);
+			cb = NULL;
+		}
+		if (cb)
+			cb->c = *c;
+	}
+	if (!cb)
+		return; /* no memory (or a collision): retried next pass */
+	settle_backoff_note(&cb->b, rc, now);
+	nv_log(NV_WARN, NV_SUB_SETTLE, "%s/%s epoch %llu: era failed %u time(s) in a row (%s); "
+	       "next try in %llu ms", nv_class_name(c->cls), c->star, (unsigned long long)c->epoch,
+	       cb->b.failures, strerror(-rc),
+	       (unsigned long long)((cb->b.next_ns - now) / NV_NS_PER_MS));
+}
+
+/* The settle gauges of user.nova.stats after a pass. */
+struct pass_view {
+	uint64_t waiting;
+	uint64_t oldest[NV_CLASS_COUNT]; /* birth, wall ns; UINT64_MAX: none */
+};
+
+static void publish_view(struct auditor *a, const struct pass_view *pv)
+{
+	struct nv_stats *st = a->cfg.settle.stats;
+	uint64_t now = nv_now_wall_ns(), mono = nv_now_mono_ns(), longest = 0, nfail = 0;
+	size_t cur = 0;
+	void *v;
+
+	if (!st)
+		return;
+	NV_STAT_SET(st, settle_markers_waiting, pv->waiting);
+	NV_STAT_SET(st, settle_oldest_standard_ms,
+		    pv->oldest[NV_CLASS_STANDARD] < now
+			    ? (now - pv->oldest[NV_CLASS_STANDARD]) / NV_NS_PER_MS : 0);
+	NV_STAT_SET(st, settle_oldest_express_ms,
+		    pv->oldest[NV_CLASS_EXPRESS] < now
+			    ? (now - pv->oldest[NV_CLASS_EXPRESS]) / NV_NS_PER_MS : 0);
+	while (u64map_next(a->failing, &cur, NULL, &v)) {
+		const struct chain_backoff *cb = v;
+
+		nfail++;
+		if (cb->b.next_ns > mono && cb->b.next_ns - mono > longest)
+			longest = cb->b.next_ns - mono;
+	}
+	NV_STAT_SET(st, settle_chains_failing, nfail);
+	NV_STAT_SET(st, settle_backoff_ms, longest / NV_NS_PER_MS);
+}
+
+/* One era on chain c, unless it is backing off; *sv gets what the call
+ * saw (unchanged when it did not run).  Returns 1 when another era may
+ * be due. */
+static int settle_one(struct auditor *a, const struct meta_chain *c, struct settle_view *sv)
+{
+	const struct chain_backoff *cb = backoff_of(a, c);
+	struct meta_chain fresh;
+	uint64_t v;
+	int rc;
+
+	if (cb && !settle_backoff_ready(&cb->b, nv_now_mono_ns()))
+		return 0;
+	if (meta_chain_get(a->cfg.recover.kv, c->cls, c->star, c->epoch, &fresh, &v))
+		return 0;
+	rc = settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns(), sv);
+	if (sv->era_ms > NV_STAT_GET(a->cfg.settle.stats, settle_era_ms_max))
+		NV_STAT_SET(a->cfg.settle.stats, settle_era_ms_max, sv->era_ms);
+	if (rc != -ESHUTDOWN)
+		note_result(a, c, rc);
+	return rc == 1;
+}
+
+/* Several eras may be due per chain; at most this many per pass. */
+#define ERAS_PER_PASS 16
+
+/* The group settle and trim-check over every chain we may settle.  The
+ * chains take turns, one era each per round, so a chain of many small
+ * cap-ripened eras never holds back another chain's (a hot stream's)
+ * round. */
 static void settle_pass(struct auditor *a)
 {
 	struct pass p = { .a = a };
-	uint64_t now = nv_now_wall_ns();
-	bool may_settle = nv_now_mono_ns() >= a->settle_next_ns, settle_failed = false;
+	struct pass_view pv = { 0 };
+	uint64_t now = nv_now_wall_ns(), t0 = nv_now_mono_ns();
 	int rc = meta_chain_list(a->cfg.recover.kv, collect_all, &p);
+	bool *more = calloc(p.n ? p.n : 1, sizeof(*more));
+	struct settle_view *views = calloc(p.n ? p.n : 1, sizeof(*views));
+	uint64_t *idle_since = calloc(p.n ? p.n : 1, sizeof(*idle_since)); /* mono; 0: not idle */
 
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
+		pv.oldest[cls] = UINT64_MAX;
+	for (size_t i = 0; views && i < p.n; i++)
+		views[i].oldest_birth = UINT64_MAX;
+	if (!more || !views || !idle_since)
+		rc = rc ? rc : -ENOMEM;
+	for (size_t i = 0; !rc && i < p.n; i++) {
+		const struct meta_chain *c = &p.chains[i];
+
+		pthread_mutex_lock(&a->lock);
+		more[i] = c->state == CHAIN_SETTLED ||
+			  (!strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
+			   a->halted[c->cls] != c->epoch);
+		pthread_mutex_unlock(&a->lock);
+	}
+	/* Rounds ask again the chains that settled something, and, once an
+	 * audit period has passed since they had nothing, the others: a
+	 * round of another chain may ripen while a long pass runs, and an
+	 * idle chain's ask is a walk of its markers. */
+	for (int round = 0; !rc && round < ERAS_PER_PASS && !stopping(a); round++) {
+		bool any = false;
+
+		for (size_t i = 0; i < p.n && !stopping(a); i++) {
+			if (!more[i] || (idle_since[i] &&
+					 nv_now_mono_ns() - idle_since[i] < a->cfg.period_ns))
+				continue;
+			if (settle_one(a, &p.chains[i], &views[i])) {
+				idle_since[i] = 0;
+				any = true;
+			} else {
+				idle_since[i] = nv_now_mono_ns();
+			}
+		}
+		if (!any)
+			break;
+	}
+	for (size_t i = 0; !rc && i < p.n; i++) {
+		unsigned cls = p.chains[i].cls;
+
+		pv.waiting += views[i].waiting;
+		if (cls < NV_CLASS_COUNT && views[i].oldest_birth < pv.oldest[cls])
+			pv.oldest[cls] = views[i].oldest_birth;
+	}
 	for (size_t i = 0; !rc && i < p.n && !stopping(a); i++) {
 		const struct meta_chain *c = &p.chains[i];
 		bool own_head;
+		int t;
 
 		pthread_mutex_lock(&a->lock);
 		own_head = !strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
 			   a->halted[c->cls] != c->epoch;
 		pthread_mutex_unlock(&a->lock);
-		if (may_settle && (c->state == CHAIN_SETTLED || own_head)) {
-			/* Several eras may be due; bounded per pass. */
-			for (int k = 0; k < 16 && !stopping(a); k++) {
-				struct meta_chain fresh;
-				uint64_t v;
-				int sr;
-
-				if (meta_chain_get(a->cfg.recover.kv, c->cls, c->star, c->epoch,
-						   &fresh, &v))
-					break;
-				sr = settle_chain(&a->cfg.settle, &fresh, nv_now_wall_ns());
-				if (sr < 0 && sr != -ESHUTDOWN)
-					settle_failed = true;
-				if (sr != 1)
-					break;
-			}
-		}
-		if (c->state == CHAIN_SETTLED || own_head) {
-			int t = trim_chain(&a->cfg.trim, c->cls, c->star, c->epoch, now);
-
-			if (t < 0)
-				nv_log(NV_WARN, NV_SUB_TRIM, "%s/%s epoch %llu: trim-check failed: %s",
-				       nv_class_name(c->cls), c->star,
-				       (unsigned long long)c->epoch, strerror(-t));
-		}
+		if (c->state != CHAIN_SETTLED && !own_head)
+			continue;
+		t = trim_chain(&a->cfg.trim, c->cls, c->star, c->epoch, now);
+		if (t < 0 && t != -ESHUTDOWN)
+			nv_log(NV_WARN, NV_SUB_TRIM, "%s/%s epoch %llu: trim-check failed: %s",
+			       nv_class_name(c->cls), c->star, (unsigned long long)c->epoch,
+			       strerror(-t));
 	}
+	free(more);
+	free(views);
+	free(idle_since);
 	free(p.chains);
-	if (may_settle)
-		settle_backoff(a, settle_failed);
+	if ((nv_now_mono_ns() - t0) / NV_NS_PER_MS > NV_STAT_GET(a->cfg.settle.stats, settle_pass_ms_max))
+		NV_STAT_SET(a->cfg.settle.stats, settle_pass_ms_max,
+			    (nv_now_mono_ns() - t0) / NV_NS_PER_MS);
 	if (!rc) {
-		int r = trim_reclaim(&a->cfg.trim, nv_now_wall_ns());
+		int r;
 
+		publish_view(a, &pv);
+		r = trim_reclaim(&a->cfg.trim, nv_now_wall_ns());
 		if (r < 0)
 			nv_log(NV_WARN, NV_SUB_TRIM, "reclamation failed: %s", strerror(-r));
 	} else {
@@ -505,6 +638,8 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	a->cfg = *cfg;
 	a->cfg.settle.cancelled = settle_cancelled;
 	a->cfg.settle.cancel_arg = a;
+	a->cfg.trim.cancelled = settle_cancelled;
+	a->cfg.trim.cancel_arg = a;
 	snprintf(a->star, sizeof(a->star), "%s", cfg->star);
 	a->cfg.star = a->star;
 	memcpy(a->live, cfg->live_epochs, sizeof(a->live));
@@ -522,12 +657,18 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	a->reg.pid = (uint32_t)getpid();
 	a->reg.started_ns = nv_now_wall_ns();
 	a->reg.state = STAR_RUNNING;
+	a->failing = u64map_new(0);
+	if (!a->failing) {
+		free(a);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&a->lock, NULL);
 	nv_cond_init_mono(&a->wake);
 	pthread_cond_init(&a->gate_cond, NULL);
 	rc = -pthread_create(&a->thread, NULL, auditor_main, a);
 	if (rc) {
 		pthread_mutex_destroy(&a->lock);
+		u64map_free(a->failing);
 		free(a);
 		return rc;
 	}
@@ -553,5 +694,13 @@ void auditor_free(struct auditor *a)
 	pthread_cond_destroy(&a->wake);
 	pthread_cond_destroy(&a->gate_cond);
 	pthread_mutex_destroy(&a->lock);
+	{
+		size_t cur = 0;
+		void *v;
+
+		while (u64map_next(a->failing, &cur, NULL, &v))
+			free(v);
+	}
+	u64map_free(a->failing);
 	free(a);
 }

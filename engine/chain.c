@@ -115,7 +115,7 @@ static void maybe_seal_locked(struct chain *c, uint64_t now)
 
 	if (!f || f->ndone == 0)
 		return;
-	if (f->bytes >= c->cfg.flight_max) {
+	if (f->bytes >= c->cfg.flight_max || f->nruns >= CHAIN_FLIGHT_STREAMS_MAX) {
 		seal_locked(c);
 		return;
 	}

@@ -63,13 +63,19 @@ struct chain;
 /* The largest record accepted (a FUSE write is at most max_write). */
 #define CHAIN_RECORD_MAX (16u << 20)
 
+/* A flight is sealed once it holds this many streams, so one slot's
+ * batch marker always fits the metastore (meta/markers.h
+ * META_MARKER_STREAMS_MAX; engine/absorb.c splits larger batches). */
+#define CHAIN_FLIGHT_STREAMS_MAX 16384
+
 struct chain_cfg {
 	unsigned cls;
 	const char *star;         /* copied */
 	uint64_t epoch;
 	uint64_t first_slot;
 	unsigned put_window;      /* slot PUTs in flight at once (>= 1) */
-	uint64_t flight_max;      /* seal when a flight holds this many frame bytes */
+	uint64_t flight_max;      /* seal when a flight holds this many frame bytes
+				   * (or CHAIN_FLIGHT_STREAMS_MAX streams) */
 	uint64_t linger_ns;       /* seal this long after a flight's first record */
 	uint64_t put_timeout_ns;  /* give up on a slot (halt) after retrying this long */
 	struct bundle_enc_opts enc;

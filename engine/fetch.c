@@ -1,15 +1,19 @@
 /*
  * fetch.c - see fetch.h.
  *
- * Files are named by a counter (keys may be long); a list maps keys to
- * files (find_locked()).  fc->lock guards the table and the byte count; copying
- * an object happens outside it, into a temporary name renamed when done.
+ * Files are named by a counter (keys may be long); a hash map
+ * (src/base/u64map.h) from a 64-bit digest of the key to the first file
+ * with that digest, colliding files chained behind it, finds a key's
+ * file (find_locked()); a list holds them all for fetch_cache_clear().
+ * fc->lock guards the table and the byte count; copying an object
+ * happens outside it, into a temporary name renamed when done.
  */
 #include "config.h"
 #include "engine/fetch.h"
 #include "engine/bundle.h"
 #include "src/base/lockcheck.h"
 #include "src/base/log.h"
+#include "src/base/u64map.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,9 +30,11 @@
 
 struct fc_file {
 	char *key;
+	uint64_t hash; /* digest of key: the map's key */
 	uint64_t id;
 	uint64_t size;
-	struct fc_file *next;
+	struct fc_file *next;  /* every file */
+	struct fc_file *hnext; /* the next file of the same digest */
 };
 
 struct fetch_cache {
@@ -37,6 +43,7 @@ struct fetch_cache {
 	uint64_t budget;
 	pthread_mutex_t lock;
 	struct fc_file *files; /* lock */
+	struct u64map *map;    /* lock: digest -> first struct fc_file */
 	uint64_t bytes;        /* lock: cached and being copied */
 	uint64_t next_id;      /* lock */
 };
@@ -78,6 +85,12 @@ int fetch_cache_new(struct store *st, const char *dir, uint64_t budget,
 		free(fc);
 		return -ENOMEM;
 	}
+	fc->map = u64map_new(0);
+	if (!fc->map) {
+		free(fc->dir);
+		free(fc);
+		return -ENOMEM;
+	}
 	empty_dir(dir);
 	fc->store = st;
 	fc->budget = budget;
@@ -86,13 +99,18 @@ int fetch_cache_new(struct store *st, const char *dir, uint64_t budget,
 	return 0;
 }
 
-/* The cached file of key, or NULL.  Caller holds fc->lock.  A list: a
- * settle era warms a bounded handful of bundles, and the key is a string
- * (not a u64), so the u64 map does not apply. */
+static uint64_t hash_of(const char *key)
+{
+	return u64map_fnv_str(U64MAP_FNV_SEED, key);
+}
+
+/* The cached file of key, or NULL.  Caller holds fc->lock. */
 static struct fc_file *find_locked(struct fetch_cache *fc, const char *key)
 {
 	NV_ASSERT_LOCKED(&fc->lock);
-	for (struct fc_file *f = fc->files; f; f = f->next)
+	if (!fc->map)
+		return NULL;
+	for (struct fc_file *f = u64map_get(fc->map, hash_of(key)); f; f = f->hnext)
 		if (!strcmp(f->key, key))
 			return f;
 	return NULL;
@@ -227,6 +245,8 @@ int fetch_cache_warm(struct fetch_cache *fc, const char *key)
 	struct fc_file *f;
 	int rc;
 
+	if (fc->budget == 0)
+		return -ENOBUFS; /* reads go to the store (star.c: a local store) */
 	pthread_mutex_lock(&fc->lock);
 	f = find_locked(fc, key);
 	id = fc->next_id++;
@@ -269,11 +289,24 @@ int fetch_cache_warm(struct fetch_cache *fc, const char *key)
 	}
 	f->id = id;
 	f->size = w.off;
+	f->hash = hash_of(key);
 	pthread_mutex_lock(&fc->lock);
-	f->next = fc->files;
-	fc->files = f;
+	if (!fc->map)
+		fc->map = u64map_new(0);
+	f->hnext = fc->map ? u64map_get(fc->map, f->hash) : NULL;
+	rc = fc->map ? u64map_put(fc->map, f->hash, f) : -ENOMEM;
+	if (!rc) {
+		f->next = fc->files;
+		fc->files = f;
+	}
 	pthread_mutex_unlock(&fc->lock);
-	return 0;
+	if (rc) {
+		unlink(fin);
+		unreserve(fc, w.off);
+		free(f->key);
+		free(f);
+	}
+	return rc;
 fail:
 	if (w.fd >= 0)
 		close(w.fd);
@@ -329,6 +362,8 @@ void fetch_cache_clear(struct fetch_cache *fc)
 	pthread_mutex_lock(&fc->lock);
 	list = fc->files;
 	fc->files = NULL;
+	u64map_free(fc->map);
+	fc->map = u64map_new(0); /* NULL (no memory): made again by the next warm */
 	pthread_mutex_unlock(&fc->lock);
 	while (list) {
 		struct fc_file *n = list->next;
@@ -363,6 +398,7 @@ void fetch_cache_free(struct fetch_cache *fc)
 	empty_dir(fc->dir);
 	rmdir(fc->dir);
 	pthread_mutex_destroy(&fc->lock);
+	u64map_free(fc->map);
 	free(fc->dir);
 	free(fc);
 }

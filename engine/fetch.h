@@ -30,7 +30,9 @@
 
 struct fetch_cache;
 
-/* Open over scratch directory dir (created; emptied).  0 and *out. */
+/* Open over scratch directory dir (created; emptied).  A budget of 0
+ * caches nothing (every warm is -ENOBUFS: reads go to the store).  0 and
+ * *out. */
 int fetch_cache_new(struct store *st, const char *dir, uint64_t budget,
 		    struct fetch_cache **out) __attribute__((warn_unused_result));
 void fetch_cache_free(struct fetch_cache *fc); /* removes the files */

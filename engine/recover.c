@@ -20,10 +20,12 @@
 #include "engine/objread.h"
 #include "engine/bundle.h"
 #include "engine/chain.h"
+#include "meta/refs.h"
 #include "meta/streams.h"
 #include "src/base/clock.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
+#include "src/base/u64map.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -152,7 +154,7 @@ static int read_slot(const struct recover_cfg *cfg, const char *key, uint64_t sl
 			}
 		} else {
 			r = &w->runs[nruns++];
-			r->settled_byte = ABSORB_UNKNOWN; /* ripens by age cap */
+			r->settled_byte = ABSORB_UNKNOWN; /* set_settled() fills it in */
 			r->stream_id = e.stream_id;
 			r->first_seq = e.first_seq;
 			r->first_byte = e.first_byte;
@@ -249,18 +251,84 @@ static int fence(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t
 	return meta_chain_get(cfg->kv, row->cls, row->star, row->epoch, row, ver);
 }
 
+/* Each stream's settled end, read once per walk (the size trigger of
+ * the class's policy measures un-settled bytes from it). */
+struct settled_ends {
+	struct u64map *map;  /* stream id -> &ends[i] */
+	uint64_t *ends;
+	uint32_t n, cap;
+};
+
+static void settled_ends_free(struct settled_ends *se)
+{
+	u64map_free(se->map);
+	free(se->ends);
+}
+
+static int settled_end_of(const struct recover_cfg *cfg, struct settled_ends *se, uint64_t id,
+			  uint64_t *end)
+{
+	uint64_t *p = u64map_get(se->map, id), seq, byte;
+	struct meta_stream ms;
+	int rc;
+
+	if (p) {
+		*end = *p;
+		return 0;
+	}
+	if (se->n == se->cap)
+		return -ENOBUFS; /* ripens by the age cap, as before the cache */
+	rc = meta_stream_get(cfg->kv, id, &ms, NULL);
+	if (rc == -ENOENT) {
+		*end = ABSORB_UNKNOWN; /* deleted: nothing to trigger */
+		return 0;
+	}
+	if (!rc)
+		rc = meta_ref_settled_end(cfg->kv, id, ms.trim_seq, &seq, &byte);
+	if (rc)
+		return rc;
+	se->ends[se->n] = byte > ms.trim_byte ? byte : ms.trim_byte;
+	rc = u64map_put(se->map, id, &se->ends[se->n]);
+	if (rc)
+		return rc;
+	*end = se->ends[se->n++];
+	return 0;
+}
+
+/* The settled end of every run of w (ABSORB_UNKNOWN when unknown: the
+ * age cap then). */
+static int set_settled(const struct recover_cfg *cfg, struct settled_ends *se, struct walked *w)
+{
+	for (uint32_t i = 0; i < w->slot.nruns; i++) {
+		uint64_t end;
+		int rc = settled_end_of(cfg, se, w->runs[i].stream_id, &end);
+
+		if (rc == -ENOBUFS)
+			continue;
+		if (rc)
+			return rc;
+		w->runs[i].settled_byte = end;
+	}
+	return 0;
+}
+
+#define SETTLED_ENDS_MAX 65536 /* streams whose settled end a walk keeps */
+
 /* Step 2: absorb [checkpoint, cut) a batch at a time. */
 static int walk(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t *ver)
 {
+	struct settled_ends se = { .map = u64map_new(1024), .cap = SETTLED_ENDS_MAX };
 	uint32_t cap = cfg->batch_slots ? cfg->batch_slots : 64;
 	struct walked *w = calloc(cap, sizeof(*w));
 	struct absorb_slot *slots = calloc(cap, sizeof(*slots));
 	uint64_t start = row->checkpoint, last_log = nv_now_mono_ns();
 	int rc = 0;
 
-	if (!w || !slots) {
+	se.ends = calloc(se.cap, sizeof(*se.ends));
+	if (!w || !slots || !se.map || !se.ends) {
 		free(w);
 		free(slots);
+		settled_ends_free(&se);
 		return -ENOMEM;
 	}
 	while (!rc && row->checkpoint < row->cut) {
@@ -272,6 +340,13 @@ static int walk(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t 
 
 			chain_slot_key(key, sizeof(key), row->cls, row->star, row->epoch, slot);
 			rc = read_slot(cfg, key, slot, &w[n]);
+			if (!rc) {
+				rc = set_settled(cfg, &se, &w[n]);
+				if (rc) {
+					walked_free(&w[n], 1);
+					break;
+				}
+			}
 			if (rc) {
 				nv_log(NV_ERR, NV_SUB_RECOVER,
 				       "%s: slot below the cut %llu unreadable (%s): acknowledged "
@@ -285,7 +360,8 @@ static int walk(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t 
 			n++;
 		}
 		if (!rc && n)
-			rc = absorb_commit_batch(cfg->kv, row, ver, slots, n, &cfg->policy, NULL);
+			rc = absorb_commit_batch(cfg->kv, row, ver, slots, n, &cfg->policy[row->cls],
+						 NULL);
 		walked_free(w, n);
 		if (!rc && cfg->stats)
 			NV_STAT_ADD(cfg->stats, recovered_slots, n);
@@ -301,13 +377,21 @@ static int walk(const struct recover_cfg *cfg, struct meta_chain *row, uint64_t 
 	}
 	free(w);
 	free(slots);
+	settled_ends_free(&se);
 	return rc;
 }
 
-/* Step 3: slots above the cut (the fence's slot) were never acknowledged. */
+/* Step 3: slots above the cut (the fence's slot) were never acknowledged;
+ * they lie within the writer's put window of it. */
 static int reap(const struct recover_cfg *cfg, const struct meta_chain *row)
 {
 	uint32_t win = cfg->probe_window ? cfg->probe_window : 16;
+
+	/* The crashed writer's own window (the chain row has it), not only
+	 * the one this star runs with: slots above a lowered window would
+	 * leak. */
+	if (row->put_window && row->put_window * 4 + 16 > win)
+		win = row->put_window * 4 + 16;
 
 	for (uint64_t slot = row->cut + 1; slot <= row->cut + win; slot++) {
 		char key[CHAIN_KEY_MAX];

@@ -36,12 +36,16 @@
 #include "engine/store/store.h"
 #include "meta/chains.h"
 #include "meta/kv.h"
+#include "meta/streams.h"
 
 struct recover_cfg {
 	struct store *store;       /* borrowed */
 	struct kv *kv;             /* borrowed */
 	struct nv_stats *stats;    /* borrowed; may be NULL */
-	struct absorb_policy policy;
+	/* Per class: the recovered batches ripen as the live absorb's do
+	 * (the class's age cap, the size trigger measured from each
+	 * stream's settled end in its catalog rows, the linger). */
+	struct absorb_policy policy[NV_CLASS_COUNT];
 	uint32_t batch_slots;      /* slots per absorb batch */
 	uint32_t probe_window;     /* garbage probe above the cut (>= the writer's put window) */
 };

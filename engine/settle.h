@@ -5,12 +5,15 @@
  * auditor calls settle_chain() for a chain; it schedules in chain
  * coordinates:
  *
- *   era      the chain's unresolved batch markers from the first one up to
- *            the last whose ripening time has passed (bounded by the fetch
- *            cache budget): one group settle job
+ *   era      the chain's batch markers whose ripening time has passed, in
+ *            slot order (a marker still waiting is skipped, never a
+ *            stop; bounded by the fetch cache budget): one group settle
+ *            job
  *   judge    streams that are deleted, or whose window lies wholly below
  *            their trim point, resolve without staging a byte
- *   warm     the era's bundles are copied once into the fetch cache
+ *   warm     the slots of the era's markers that hold a qualifying
+ *            stream are copied once into the fetch cache (none when no
+ *            stream qualifies)
  *   qualify  a stream settles when its bytes in the era reach the trigger
  *            (a linger-ripened era) or when its oldest batch in the era
  *            has reached the class's age cap (everything standing goes);
@@ -85,13 +88,41 @@ struct settle_cfg {
 	void *cancel_arg;
 };
 
+/* What one settle_chain() call saw of the chain (for user.nova.stats). */
+struct settle_view {
+	uint32_t waiting;      /* markers not ripe yet */
+	uint64_t oldest_birth; /* birth (wall ns) of its oldest marker; UINT64_MAX: none */
+	uint64_t era_ms;       /* the era's duration (0: no era ran) */
+};
+
 /*
  * Settle the era of chain c that is due at now_ns, if any.  Returns 1
  * when it changed something (call again: another era may be due), 0 when
- * nothing is due or only residue remains, or -errno (logged; the next
- * call retries).
+ * nothing is due or only residue remains, or -errno (logged; the caller
+ * backs off, settle_backoff_note()).  *view (may be NULL) gets what the
+ * call saw.
  */
-int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint64_t now_ns)
-	__attribute__((warn_unused_result));
+int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint64_t now_ns,
+		 struct settle_view *view) __attribute__((warn_unused_result));
+
+/*
+ * The retry state of a chain whose era fails (a corrupt chunk, a store
+ * error): the next try waits SETTLE_BACKOFF_MIN_NS, doubling per failure
+ * up to SETTLE_BACKOFF_MAX_NS; a call that does not fail resets it.  The
+ * caller keeps one per failing chain (engine/auditor.c).
+ */
+#define SETTLE_BACKOFF_MIN_NS (1000000000ull)
+#define SETTLE_BACKOFF_MAX_NS (60ull * 1000000000ull)
+
+struct settle_backoff {
+	uint32_t failures; /* consecutive */
+	uint64_t next_ns;  /* monotonic: no try before */
+	int last_err;
+};
+
+/* May the chain be tried at now_mono_ns? */
+bool settle_backoff_ready(const struct settle_backoff *b, uint64_t now_mono_ns);
+/* Record the result rc of a try at now_mono_ns (rc < 0: a failure). */
+void settle_backoff_note(struct settle_backoff *b, int rc, uint64_t now_mono_ns);
 
 #endif

@@ -94,8 +94,13 @@ void star_get_gauges(struct star *st, struct star_gauges *g)
 	g->tail_cache_bytes = tailcache_bytes(st->tc);
 	g->read_cache_bytes = read_cache_bytes(st->re);
 	g->streams_loaded = stream_table_count(st->streams);
-	g->slots_live = NV_STAT_GET(&st->stats, slots_written) -
-			NV_STAT_GET(&st->stats, slots_deleted);
+	/* Slots an earlier run wrote are deleted by this one too: never
+	 * below zero. */
+	g->slots_live = NV_STAT_GET(&st->stats, slots_written) >
+					NV_STAT_GET(&st->stats, slots_deleted)
+				? NV_STAT_GET(&st->stats, slots_written) -
+					  NV_STAT_GET(&st->stats, slots_deleted)
+				: 0;
 	g->fetch_cache_bytes = st->fc ? fetch_cache_bytes(st->fc) : 0;
 	store_get_stats(st->store, &g->store);
 }
@@ -147,6 +152,17 @@ static int start_class(struct star *st, unsigned cls)
 	if (rc) {
 		nv_log(NV_ERR, NV_SUB_MAIN, "minting a %s epoch failed: %s", nv_class_name(cls),
 		       strerror(-rc));
+		return rc;
+	}
+	/* The put window, for a recovery's garbage probe above the cut
+	 * (recover.c reap()): a later start may run with another. */
+	row.put_window = st->cfg.put_window;
+	rc = meta_chain_cas(st->kv, &row, ver);
+	if (!rc)
+		rc = meta_chain_get(st->kv, cls, st->id, row.epoch, &row, &ver);
+	if (rc) {
+		nv_log(NV_ERR, NV_SUB_MAIN, "recording the %s epoch's put window failed: %s",
+		       nv_class_name(cls), strerror(-rc));
 		return rc;
 	}
 	st->epochs[cls] = row.epoch;
@@ -345,7 +361,13 @@ static int start_caches(struct star *st)
 		snprintf(path, sizeof(path), "%s", cfg->scratch_dir);
 	else
 		snprintf(path, sizeof(path), "%s/scratch", st->data_dir);
-	rc = fetch_cache_new(st->store, path, cfg->fetch_cache_bytes, &st->fc);
+	/* A directory store is local disk already: staging its bundles in
+	 * scratch would write every settled byte once more (bench/RESULTS.md,
+	 * settlement on the directory store), so its eras read them in place
+	 * (a fetch cache of no budget). */
+	rc = fetch_cache_new(st->store, path,
+			     strncmp(store_name(st->store), "dir:", 4) ? cfg->fetch_cache_bytes : 0,
+			     &st->fc);
 	if (rc)
 		return rc;
 	st->streams = stream_table_new();
@@ -422,7 +444,11 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	st->recover.store = st->store;
 	st->recover.kv = st->kv;
 	st->recover.stats = &st->stats;
-	st->recover.policy.age_cap_ns = cfg->age_cap_ns[NV_CLASS_STANDARD];
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
+		st->recover.policy[cls].age_cap_ns = cfg->age_cap_ns[cls];
+		st->recover.policy[cls].trigger_bytes = cfg->settle_trigger_bytes;
+		st->recover.policy[cls].linger_ns = cfg->settle_linger_ns;
+	}
 	st->recover.batch_slots = cfg->absorb_batch_slots;
 	st->recover.probe_window = cfg->put_window * 4 + 16;
 	rc = start_caches(st);

@@ -34,10 +34,21 @@
 	X(prefetches)         /* chunk extents fetched ahead */            \
 	X(corrupt_objects)    /* bundles that failed verification */       \
 	X(recovered_slots)    /* slots absorbed by recovery walks */       \
-	X(settle_jobs)        \
-	X(settled_objects)    \
-	X(range_copies)       \
-	X(copy_fallbacks)     \
+	X(settle_jobs)        /* eras settled (group settle jobs) */      \
+	X(settled_objects)    /* settled objects published */             \
+	X(range_copies)       /* extents copied server-side */            \
+	X(copy_fallbacks)     /* copies the store refused: read instead */\
+	X(settle_failures)    /* settle passes of a chain that failed */  \
+	X(settle_era_ms_max)  /* gauge: the longest era so far, ms */     \
+	X(settle_pass_ms_max) /* gauge: the longest settle pass so far   \
+			       * (every chain's eras, trim), ms */       \
+	X(settle_markers_waiting) /* gauge: markers not ripe yet */       \
+	X(settle_oldest_standard_ms) /* gauge: age of the oldest un-settled\
+				      * standard batch, ms (0: none) */   \
+	X(settle_oldest_express_ms)  /* gauge: the same, express */       \
+	X(settle_chains_failing)  /* gauge: chains backing off after a    \
+				   * failed era */                        \
+	X(settle_backoff_ms)  /* gauge: the longest of their backoffs, ms */\
 	X(wakes)              /* parked readers woken by an edge */      \
 	X(parked_readers)     /* gauge: follow-view reads parked now */
 
@@ -49,6 +60,8 @@ struct nv_stats {
 
 #define NV_STAT_ADD(st, field, n) \
 	atomic_fetch_add_explicit(&(st)->field, (uint64_t)(n), memory_order_relaxed)
+#define NV_STAT_SET(st, field, v) \
+	atomic_store_explicit(&(st)->field, (uint64_t)(v), memory_order_relaxed)
 #define NV_STAT_GET(st, field) \
 	atomic_load_explicit(&(st)->field, memory_order_relaxed)
 

@@ -308,7 +308,7 @@ int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream 
 		return rc == -EBADMSG ? -EIO : rc;
 	}
 	meta_ref_clear(&r);
-	rc = meta_ref_settled_end(kv, ms->id, &sseq, &sbyte);
+	rc = meta_ref_settled_end(kv, ms->id, ms->trim_seq, &sseq, &sbyte);
 	if (rc)
 		return rc == -EBADMSG ? -EIO : rc;
 	s = stream_alloc();

@@ -9,11 +9,14 @@
  */
 #include "config.h"
 #include "engine/tailcache.h"
+#include "src/base/clock.h"
 #include "src/base/lockcheck.h"
 #include "src/base/log.h"
 #include "src/base/u64map.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +45,11 @@ struct tailcache {
 	struct tc_item *oldest, *newest; /* lock */
 	struct u64map *streams;      /* lock: id -> struct tc_stream * */
 	struct nv_stats *stats;
+	_Atomic uint64_t skip_logged_ns; /* last oversize-flight notice (mono) */
 };
+
+/* Oversize flights are noted at info level at most this often. */
+#define TC_SKIP_LOG_NS (60ull * 1000000000ull)
 
 struct tailcache *tailcache_new(uint64_t budget, struct nv_stats *stats)
 {
@@ -185,10 +192,19 @@ void tailcache_insert_flight(struct tailcache *tc, const struct flight *f)
 	if (need > tc->budget) {
 		if (tc->stats)
 			NV_STAT_ADD(tc->stats, tail_cache_skipped, 1);
-		nv_log(NV_DEBUG, NV_SUB_CACHE,
-		       "flight slot %llu (%llu bytes) exceeds the %llu byte budget: not cached",
-		       (unsigned long long)f->slot, (unsigned long long)need,
-		       (unsigned long long)tc->budget);
+		{
+			uint64_t now = nv_now_mono_ns(), last = atomic_load(&tc->skip_logged_ns);
+			bool info = (last == 0 || now - last >= TC_SKIP_LOG_NS) &&
+				    atomic_compare_exchange_strong(&tc->skip_logged_ns, &last, now);
+
+			/* Reads of that flight go to the store until it is
+			 * absorbed: worth telling, not at every flight. */
+			nv_log(info ? NV_INFO : NV_DEBUG, NV_SUB_CACHE,
+			       "flight slot %llu (%llu bytes) exceeds the %llu byte tail cache "
+			       "budget: not cached (tail_cache_skipped counts them; raise "
+			       "tail_window_cache_mib)", (unsigned long long)f->slot,
+			       (unsigned long long)need, (unsigned long long)tc->budget);
+		}
 		return;
 	}
 	pthread_mutex_lock(&tc->lock);

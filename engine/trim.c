@@ -50,6 +50,10 @@ static int delete_slots(const struct trim_cfg *cfg, const struct meta_chain *c, 
 	while (!rc && from < to) {
 		size_t n = 0;
 
+		if (cfg->cancelled && cfg->cancelled(cfg->cancel_arg)) {
+			rc = -ESHUTDOWN;
+			break;
+		}
 		for (; from < to && n < DELETE_BATCH; from++, n++) {
 			chain_slot_key(keys[n], CHAIN_KEY_MAX, c->cls, c->star, c->epoch, from);
 			ptrs[n] = keys[n];

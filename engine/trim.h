@@ -25,6 +25,7 @@
 #ifndef NOVAFS_ENGINE_TRIM_H
 #define NOVAFS_ENGINE_TRIM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/stats.h"
@@ -37,6 +38,11 @@ struct trim_cfg {
 	struct kv *kv;          /* borrowed */
 	struct nv_stats *stats; /* borrowed */
 	uint64_t read_grace_ns;
+	/* True when the star is stopping: slot deletion gives up between
+	 * requests (-ESHUTDOWN, the cursors unchanged; deleting again is
+	 * harmless).  May be NULL. */
+	bool (*cancelled)(void *cancel_arg);
+	void *cancel_arg;
 };
 
 /* Trim-check the chain (cls, star, epoch).  1 when it changed something,

@@ -3,6 +3,8 @@
  *
  * Chain value v1: u8 version | u8 class | str star | u64 epoch | u8 state
  *   | u8 clean | u64 checkpoint | u64 cut | u64 created_ns | u64 settled_ns
+ * v2: v1's fields, then u32 put_window (written when it is not 0, so a
+ * row without one keeps its v1 bytes).
  * Mint head value: u64 epoch.
  */
 #include "config.h"
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #define CHAIN_V1 1
+#define CHAIN_V2 2
 
 const char *meta_chain_state_name(unsigned state)
 {
@@ -46,7 +49,7 @@ int meta_chain_encode(const struct meta_chain *c, struct nv_buf *out)
 	int rc;
 
 	nv_buf_reset(out);
-	rc = nv_wr_u8(out, CHAIN_V1);
+	rc = nv_wr_u8(out, c->put_window ? CHAIN_V2 : CHAIN_V1);
 	if (!rc)
 		rc = nv_wr_u8(out, c->cls);
 	if (!rc)
@@ -65,6 +68,8 @@ int meta_chain_encode(const struct meta_chain *c, struct nv_buf *out)
 		rc = nv_wr_u64(out, c->created_ns);
 	if (!rc)
 		rc = nv_wr_u64(out, c->settled_ns);
+	if (!rc && c->put_window)
+		rc = nv_wr_u32(out, c->put_window);
 	return rc;
 }
 
@@ -73,10 +78,12 @@ int meta_chain_decode(const void *p, size_t n, struct meta_chain *c)
 	struct nv_rd r;
 	uint32_t slen;
 	const uint8_t *star;
+	uint8_t v;
 
 	memset(c, 0, sizeof(*c));
 	nv_rd_init(&r, p, n);
-	if (nv_rd_u8(&r) != CHAIN_V1)
+	v = nv_rd_u8(&r);
+	if (v != CHAIN_V1 && v != CHAIN_V2)
 		return -EBADMSG;
 	c->cls = nv_rd_u8(&r);
 	star = nv_rd_bytes(&r, &slen, META_STAR_MAX);
@@ -91,6 +98,11 @@ int meta_chain_decode(const void *p, size_t n, struct meta_chain *c)
 	c->cut = nv_rd_u64(&r);
 	c->created_ns = nv_rd_u64(&r);
 	c->settled_ns = nv_rd_u64(&r);
+	if (v == CHAIN_V2) {
+		c->put_window = nv_rd_u32(&r);
+		if (c->put_window == 0)
+			return -EBADMSG;
+	}
 	if (nv_rd_done(&r) || c->cls >= NV_CLASS_COUNT || meta_star_check(c->star) ||
 	    c->state < CHAIN_LIVE || c->state > CHAIN_SETTLED || c->clean > 1 ||
 	    (c->state != CHAIN_LIVE && c->checkpoint > c->cut))

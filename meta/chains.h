@@ -54,6 +54,8 @@ struct meta_chain {
 	uint64_t cut;           /* FENCED/SETTLED: first slot not in the chain */
 	uint64_t created_ns;
 	uint64_t settled_ns;
+	uint32_t put_window;    /* the writer's put window (0: not recorded);
+				 * recovery's garbage probe covers it */
 };
 
 /* 0 when s is a valid star name: 1..32 of [a-z0-9-]. */

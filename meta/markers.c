@@ -1,9 +1,12 @@
 /*
  * markers.c - see markers.h.
  *
- * Value v1: u8 version | u8 class | str star | u64 epoch | u64 first_slot
+ * Value v2: u8 version | u8 class | str star | u64 epoch | u64 first_slot
  *   | u64 end_slot | u64 birth_ns | u64 ripe_ns | u8 crossed
- *   | u32 nstreams | nstreams x (u64 stream, u64 first_seq, u64 bytes)
+ *   | u32 nstreams | nstreams x (u64 stream, u64 first_seq, u64 bytes,
+ *   u64 ripe_ns)
+ * v1 (read only) has no per-stream ripe_ns: each stream takes the
+ * marker's.
  */
 #include "config.h"
 #include "meta/markers.h"
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #define MARKER_V1 1
+#define MARKER_V2 2
 
 void meta_marker_clear(struct meta_marker *m)
 {
@@ -29,7 +33,9 @@ int meta_marker_encode(const struct meta_marker *m, struct nv_buf *out)
 	int rc;
 
 	nv_buf_reset(out);
-	rc = nv_wr_u8(out, MARKER_V1);
+	if (m->nstreams > META_MARKER_STREAMS_MAX)
+		return -E2BIG;
+	rc = nv_wr_u8(out, MARKER_V2);
 	if (!rc)
 		rc = nv_wr_u8(out, m->cls);
 	if (!rc)
@@ -54,6 +60,8 @@ int meta_marker_encode(const struct meta_marker *m, struct nv_buf *out)
 			rc = nv_wr_u64(out, m->streams[i].first_seq);
 		if (!rc)
 			rc = nv_wr_u64(out, m->streams[i].bytes);
+		if (!rc)
+			rc = nv_wr_u64(out, m->streams[i].ripe_ns);
 	}
 	return rc;
 }
@@ -61,13 +69,16 @@ int meta_marker_encode(const struct meta_marker *m, struct nv_buf *out)
 int meta_marker_decode(const void *p, size_t n, struct meta_marker *m)
 {
 	struct nv_rd r;
-	uint32_t slen, ns;
+	uint32_t slen, ns, esize;
 	const uint8_t *star;
+	uint8_t v;
 
 	memset(m, 0, sizeof(*m));
 	nv_rd_init(&r, p, n);
-	if (nv_rd_u8(&r) != MARKER_V1)
+	v = nv_rd_u8(&r);
+	if (v != MARKER_V1 && v != MARKER_V2)
 		return -EBADMSG;
+	esize = v == MARKER_V1 ? 24 : 32;
 	m->cls = nv_rd_u8(&r);
 	star = nv_rd_bytes(&r, &slen, META_STAR_MAX);
 	if (!star || memchr(star, 0, slen))
@@ -83,7 +94,7 @@ int meta_marker_decode(const void *p, size_t n, struct meta_marker *m)
 	ns = nv_rd_u32(&r);
 	if (nv_rd_error(&r) || m->cls >= NV_CLASS_COUNT || meta_star_check(m->star) ||
 	    m->end_slot <= m->first_slot || m->crossed > 1 ||
-	    ns > META_MARKER_STREAMS_MAX || (uint64_t)ns * 24 != nv_rd_left(&r))
+	    ns > META_MARKER_STREAMS_MAX || (uint64_t)ns * esize != nv_rd_left(&r))
 		return -EBADMSG;
 	if (ns) {
 		m->streams = calloc(ns, sizeof(*m->streams));
@@ -95,6 +106,7 @@ int meta_marker_decode(const void *p, size_t n, struct meta_marker *m)
 		m->streams[i].stream_id = nv_rd_u64(&r);
 		m->streams[i].first_seq = nv_rd_u64(&r);
 		m->streams[i].bytes = nv_rd_u64(&r);
+		m->streams[i].ripe_ns = v == MARKER_V1 ? m->ripe_ns : nv_rd_u64(&r);
 		if (i && m->streams[i].stream_id <= m->streams[i - 1].stream_id) {
 			meta_marker_clear(m);
 			return -EBADMSG;
@@ -138,7 +150,7 @@ int meta_marker_txn_del(struct kv_txn *t, unsigned cls, const char *star,
 	return rc;
 }
 
-#define MARK_PAGE 16
+#define MARK_PAGE 64
 
 struct mark_page {
 	struct meta_marker rows[MARK_PAGE];

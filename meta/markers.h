@@ -5,8 +5,8 @@
  * settled yet.  One marker per absorb batch, keyed (class, star, epoch,
  * first slot of the batch).  It records the batch's slot range, its
  * birth and ripening times, whether a stream in it crossed the
- * un-settled trigger, and the streams it holds with each one's first seq
- * and bytes in the batch.  Its existence is the "not settled" flag that
+ * un-settled trigger, and the streams it holds with each one's first seq,
+ * bytes in the batch and ripening time.  Its existence is the "not settled" flag that
  * holds trim-check back (engine/trim.c); the settle resolves (deletes)
  * it.  Not for: scheduling state that is not durable.
  *
@@ -17,6 +17,9 @@
  *     chain's checkpoint past end_slot (engine/absorb.c), so a slot below
  *     the checkpoint is either covered by a marker or settled.
  *  3. streams are sorted by stream id, each at most once.
+ *  4. ripe_ns (the marker's) is the smallest of its streams' ripe_ns:
+ *     each stream ripens on its own (its own jitter, its own round, or
+ *     the age cap), the marker when its first stream does.
  */
 #ifndef NOVAFS_META_MARKERS_H
 #define NOVAFS_META_MARKERS_H
@@ -26,12 +29,15 @@
 #include "meta/chains.h"
 #include "meta/kv.h"
 
-#define META_MARKER_STREAMS_MAX 60000
+/* Streams per marker: a marker's value (32 bytes a stream) stays below
+ * the metastore's KV_VAL_MAX; the absorb splits batches to fit. */
+#define META_MARKER_STREAMS_MAX ((KV_VAL_MAX - 256) / 32)
 
 struct meta_marker_stream {
 	uint64_t stream_id;
 	uint64_t first_seq; /* the key of the stream's span ref for the batch */
 	uint64_t bytes;     /* the stream's body bytes in the batch */
+	uint64_t ripe_ns;   /* when this stream's part ripens (wall clock) */
 };
 
 struct meta_marker {
@@ -47,6 +53,7 @@ struct meta_marker {
 
 void meta_marker_clear(struct meta_marker *m); /* frees streams, zeroes */
 
+/* 0, -E2BIG (more than META_MARKER_STREAMS_MAX streams), buffer errors. */
 int meta_marker_encode(const struct meta_marker *m, struct nv_buf *out)
 	__attribute__((warn_unused_result));
 /* m is overwritten (not freed first).  0, -EBADMSG, -ENOMEM. */

@@ -424,6 +424,7 @@ int meta_ref_get(struct kv *kv, uint64_t stream, uint64_t first_seq, struct meta
 }
 
 struct settled_arg {
+	uint64_t trim_seq;
 	uint64_t seq, byte;
 };
 
@@ -432,15 +433,18 @@ static int settled_visit(void *arg, const struct meta_ref *r)
 	struct settled_arg *a = arg;
 
 	if (r->kind != META_REF_CATALOG)
-		return 1;
+		/* A span ref trim left behind (not reclaimed yet) before
+		 * the catalog rows is no settled end. */
+		return r->end_seq <= a->trim_seq ? 0 : 1;
 	a->seq = r->end_seq;
 	a->byte = r->end_byte;
 	return 0;
 }
 
-int meta_ref_settled_end(struct kv *kv, uint64_t stream, uint64_t *seq, uint64_t *byte)
+int meta_ref_settled_end(struct kv *kv, uint64_t stream, uint64_t trim_seq, uint64_t *seq,
+			 uint64_t *byte)
 {
-	struct settled_arg a = { 0, 0 };
+	struct settled_arg a = { trim_seq, 0, 0 };
 	int rc = meta_ref_list(kv, stream, 0, 0, settled_visit, &a);
 
 	*seq = a.seq;

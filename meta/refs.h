@@ -148,10 +148,11 @@ int meta_ref_get(struct kv *kv, uint64_t stream, uint64_t first_seq, struct meta
 		 uint64_t *ver) __attribute__((warn_unused_result));
 
 /* Where the stream's settled history ends: the end of its last catalog
- * row when catalog rows start the stream's rows (they always do), else
- * 0.  0 and *seq, *byte, or a kv error. */
-int meta_ref_settled_end(struct kv *kv, uint64_t stream, uint64_t *seq, uint64_t *byte)
-	__attribute__((warn_unused_result));
+ * row when catalog rows start the stream's rows (they always do, after
+ * span refs wholly below trim_seq that reclamation has not removed yet),
+ * else 0.  0 and *seq, *byte, or a kv error. */
+int meta_ref_settled_end(struct kv *kv, uint64_t stream, uint64_t trim_seq, uint64_t *seq,
+			 uint64_t *byte) __attribute__((warn_unused_result));
 
 /* The ref with the greatest first_seq <= seq / first_byte <= byte, or the
  * stream's last ref.  r initialised by the caller.  0, -ENOENT, -EBADMSG,

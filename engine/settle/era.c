@@ -9,10 +9,16 @@
  * publish.c, commit.c).
  *
  * Invariants:
- *  1. An era is the chain's markers from the first up to the last ripe
- *     one, bounded by ERA_MARKERS_MAX and the fetch budget.
+ *  1. An era is the chain's ripe markers in slot order, bounded by
+ *     ERA_MARKERS_MAX and the fetch budget; a marker waiting for its
+ *     ripening time (its age cap, for residue) is skipped, so it never
+ *     hides the ripe markers behind it.
+ *  3. Only the slots of markers holding a stream that settles are
+ *     warmed; a marker of residue and dropped streams only resolves
+ *     without a byte staged.
  *  2. Markers are resolved only after every worker has finished, and
- *     keep exactly the streams left RESIDUE.
+ *     keep exactly the streams left RESIDUE (and a settled stream's
+ *     batches beyond the end it settled to).
  *
  * Threads: settle_chain() runs on the auditor thread; the workers of
  * settle_era_assemble() take streams under e->lock (job.h).
@@ -24,11 +30,14 @@
 #include "src/base/failpoint.h"
 #include "src/base/lockcheck.h"
 #include "src/base/log.h"
+#include "src/base/u64map.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define RESOLVE_TXN_MARKERS 128 /* markers resolved per transaction */
 
 void settle_era_init(struct era *e, const struct settle_cfg *cfg, const struct meta_chain *c,
 		     uint64_t now_ns)
@@ -51,20 +60,88 @@ void settle_era_free(struct era *e)
 	for (uint32_t i = 0; i < e->nstreams; i++)
 		free(e->streams[i].keys);
 	free(e->streams);
+	u64map_free(e->due);
 	pthread_mutex_destroy(&e->lock);
 	e->magic = 0;
 }
 
 /* ------------------------------------------------------------ collect */
 
-static int collect_marker(void *arg, const struct meta_marker *m)
+/*
+ * Collecting an era is two walks over the chain's markers (slot order):
+ *
+ *  1. due: the ripe markers (the first ERA_MARKERS_MAX, until the due
+ *     bytes reach the fetch budget) name the due streams, those whose own
+ *     part of a ripe marker has ripened (markers.h invariant 4); the last
+ *     of them ends the era.  Waiting markers are counted, not taken.
+ *  2. keep: up to that end, every marker holding a due stream at or
+ *     before the stream's last ripe part (its earlier batches, which
+ *     settle with it: settle.h invariant 2); a waiting marker of other
+ *     streams alone, or of a due stream's later batches, is skipped, so
+ *     it never hides the ripe markers behind it, and each due stream's
+ *     keys in the era are a contiguous run (no later batch of it is
+ *     taken while an earlier one is left out).
+ */
+
+/* e->due's value for a stream: the first slot of the last marker in
+ * which its part ripened, plus one (never NULL). */
+static void *due_value(uint64_t first_slot)
+{
+	return (void *)(uintptr_t)(first_slot + 1);
+}
+
+/* Is stream id due, and is the marker at first_slot at or before its last
+ * ripe part? */
+static bool due_at(const struct era *e, uint64_t id, uint64_t first_slot)
+{
+	uintptr_t v = (uintptr_t)u64map_get(e->due, id);
+
+	return v && first_slot + 1 <= v;
+}
+
+static int collect_due(void *arg, const struct meta_marker *m)
+{
+	struct era *e = arg;
+
+	if (m->birth_ns < e->oldest_birth)
+		e->oldest_birth = m->birth_ns;
+	if (m->ripe_ns > e->now) {
+		e->waiting++;
+		return 0;
+	}
+	if (e->nripe == ERA_MARKERS_MAX || (e->nripe > 0 && e->est_bytes >= e->cfg->fetch_budget))
+		return 0; /* a later era's */
+	for (uint32_t i = 0; i < m->nstreams; i++) {
+		const struct meta_marker_stream *ms = &m->streams[i];
+
+		if (ms->ripe_ns > e->now)
+			continue;
+		if (u64map_put(e->due, ms->stream_id, due_value(m->first_slot)))
+			return -ENOMEM;
+		e->est_bytes += ms->bytes;
+	}
+	e->nripe++;
+	e->last_slot = m->first_slot;
+	return 0;
+}
+
+static bool holds_due(const struct era *e, const struct meta_marker *m)
+{
+	for (uint32_t i = 0; i < m->nstreams; i++)
+		if (due_at(e, m->streams[i].stream_id, m->first_slot))
+			return true;
+	return false;
+}
+
+static int collect_keep(void *arg, const struct meta_marker *m)
 {
 	struct era *e = arg;
 	struct meta_marker *c;
 
-	if (e->nmarks == ERA_MARKERS_MAX ||
-	    (e->nmarks > 0 && e->est_bytes >= e->cfg->fetch_budget))
+	if (m->first_slot > e->last_slot || e->nmarks == ERA_MARKERS_MAX)
 		return 1;
+	if (!holds_due(e, m))
+		return 0;
 	if (e->nmarks == e->cap) {
 		uint32_t ncap = e->cap ? e->cap * 2 : 16;
 		struct meta_marker *p = realloc(e->marks, ncap * sizeof(*p));
@@ -83,8 +160,6 @@ static int collect_marker(void *arg, const struct meta_marker *m)
 			return -ENOMEM;
 		memcpy(c->streams, m->streams, m->nstreams * sizeof(*c->streams));
 	}
-	for (uint32_t i = 0; i < m->nstreams; i++)
-		e->est_bytes += m->streams[i].bytes;
 	e->nmarks++;
 	return 0;
 }
@@ -92,23 +167,86 @@ static int collect_marker(void *arg, const struct meta_marker *m)
 int settle_era_collect(struct era *e)
 {
 	const struct meta_chain *c = &e->chain;
-	uint32_t last = UINT32_MAX;
 	int rc;
 
 	assert_era_state(e, ERA_NEW);
-	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_marker, e);
+	e->due = u64map_new(0);
+	if (!e->due)
+		return -ENOMEM;
+	e->oldest_birth = UINT64_MAX;
+	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_due, e);
+	if (rc || e->nripe == 0)
+		return rc; /* an error, or nothing ripe */
+	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_keep, e);
 	if (rc)
 		return rc;
-	for (uint32_t i = 0; i < e->nmarks; i++)
-		if (e->marks[i].ripe_ns <= e->now)
-			last = i;
-	if (last == UINT32_MAX)
-		return 0; /* nothing ripe */
-	for (uint32_t i = last + 1; i < e->nmarks; i++)
-		meta_marker_clear(&e->marks[i]);
-	e->nmarks = last + 1;
 	e->state = ERA_COLLECTED;
 	return 0;
+}
+
+/* ------------------------------------------------------------ nudge */
+
+struct nudge {
+	uint64_t slot;
+	struct meta_marker m; /* the copy found (streams owned) */
+	int found;
+};
+
+static int nudge_find(void *arg, const struct meta_marker *m)
+{
+	struct nudge *n = arg;
+
+	if (m->first_slot > n->slot)
+		return 1;
+	if (n->slot >= m->end_slot)
+		return 0;
+	n->m = *m;
+	n->m.streams = malloc((m->nstreams ? m->nstreams : 1) * sizeof(*m->streams));
+	if (!n->m.streams)
+		return -ENOMEM;
+	memcpy(n->m.streams, m->streams, m->nstreams * sizeof(*m->streams));
+	n->found = 1;
+	return 1;
+}
+
+int settle_nudge(const struct settle_cfg *cfg, const struct meta_ref *r, uint64_t stream,
+		 uint64_t ripe_ns)
+{
+	struct nudge n = { .slot = r->nslots ? r->slots[0].slot : 0 };
+	struct kv_txn *t;
+	bool moved = false;
+	int rc;
+
+	if (r->kind != META_REF_SPAN || !r->nslots)
+		return -ENOENT;
+	rc = meta_marker_list(cfg->kv, r->cls, r->star, r->epoch, nudge_find, &n);
+	if (rc || !n.found) {
+		meta_marker_clear(&n.m);
+		return rc ? rc : -ENOENT;
+	}
+	for (uint32_t i = 0; i < n.m.nstreams; i++)
+		if (n.m.streams[i].stream_id == stream && n.m.streams[i].ripe_ns > ripe_ns) {
+			n.m.streams[i].ripe_ns = ripe_ns;
+			moved = true;
+		}
+	if (!moved) {
+		meta_marker_clear(&n.m);
+		return 0;
+	}
+	if (ripe_ns < n.m.ripe_ns)
+		n.m.ripe_ns = ripe_ns;
+	t = kv_txn_new();
+	rc = t ? meta_marker_txn_put(t, &n.m) : -ENOMEM;
+	if (!rc)
+		rc = kv_txn_commit(cfg->kv, t, NULL);
+	kv_txn_free(t);
+	if (!rc)
+		nv_log(NV_INFO, NV_SUB_SETTLE, "stream %llu: due, its earlier history waits in "
+		       "%s/%s epoch %llu slot %llu: ripened there too", (unsigned long long)stream,
+		       nv_class_name(r->cls), r->star, (unsigned long long)r->epoch,
+		       (unsigned long long)n.slot);
+	meta_marker_clear(&n.m);
+	return rc;
 }
 
 /* ------------------------------------------------------------ judge */
@@ -142,12 +280,15 @@ static int group_streams(struct era *e)
 	}
 	for (uint32_t i = 0; i < e->nmarks; i++)
 		for (uint32_t j = 0; j < e->marks[i].nstreams; j++) {
+			if (!due_at(e, e->marks[i].streams[j].stream_id, e->marks[i].first_slot))
+				continue; /* not this era's: left as it is */
 			t[k].id = e->marks[i].streams[j].stream_id;
 			t[k].first_seq = e->marks[i].streams[j].first_seq;
 			t[k].bytes = e->marks[i].streams[j].bytes;
 			t[k].birth = e->marks[i].birth_ns;
 			k++;
 		}
+	n = k;
 	qsort(t, n, sizeof(*t), tuple_cmp);
 	for (size_t i = 0; i < n;) {
 		struct era_stream *s = &e->streams[e->nstreams++];
@@ -174,7 +315,34 @@ static int group_streams(struct era *e)
 	return 0;
 }
 
-/* Which streams settle, which resolve without bytes, which wait. */
+/* The stream's standing window from its first key in the era to its
+ * ref frontier (its refs in later eras and chains included), into *out;
+ * 0 when the rows are not there (-ENOENT: judged as the era's bytes). */
+static int standing_bytes(const struct settle_cfg *cfg, const struct era_stream *es,
+			  uint64_t *out)
+{
+	struct meta_ref first, last;
+	uint64_t ver;
+	int rc;
+
+	*out = 0;
+	meta_ref_init(&first);
+	meta_ref_init(&last);
+	rc = meta_ref_get(cfg->kv, es->id, es->keys[0], &first, &ver);
+	if (!rc)
+		rc = meta_ref_last(cfg->kv, es->id, &last);
+	if (!rc && last.end_byte > first.first_byte)
+		*out = last.end_byte - first.first_byte;
+	meta_ref_clear(&first);
+	meta_ref_clear(&last);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* Which streams settle, which resolve without bytes, which wait (every
+ * stream of an era is due, collect_due()).  It settles when its
+ * standing window reaches the trigger (the era's bytes, or, when they
+ * fall short, everything it has standing: its later batches may sit in
+ * a newer chain); past the age cap everything standing goes. */
 static int judge_streams(struct era *e)
 {
 	const struct settle_cfg *cfg = e->cfg;
@@ -190,11 +358,18 @@ static int judge_streams(struct era *e)
 		}
 		if (rc)
 			return rc;
-		if (es->bytes >= cfg->trigger_bytes ||
-		    (es->oldest_birth != UINT64_MAX && e->now >= es->oldest_birth + cap))
+		if (es->oldest_birth != UINT64_MAX && e->now >= es->oldest_birth + cap) {
 			es->outcome = PENDING;
-		else
-			es->outcome = RESIDUE;
+		} else {
+			uint64_t standing = es->bytes;
+
+			if (standing < cfg->trigger_bytes) {
+				rc = standing_bytes(cfg, es, &standing);
+				if (rc)
+					return rc;
+			}
+			es->outcome = standing >= cfg->trigger_bytes ? PENDING : RESIDUE;
+		}
 	}
 	return 0;
 }
@@ -219,8 +394,23 @@ static bool era_cancelled(const struct era *e)
 	return e->cfg->cancelled && e->cfg->cancelled(e->cfg->cancel_arg);
 }
 
+static const struct era_stream *find_stream(const struct era *e, uint64_t id);
+
+/* Does marker m hold a stream this era settles? */
+static bool marker_settles(const struct era *e, const struct meta_marker *m)
+{
+	for (uint32_t i = 0; i < m->nstreams; i++) {
+		const struct era_stream *es = find_stream(e, m->streams[i].stream_id);
+
+		if (es && es->outcome == PENDING && due_at(e, es->id, m->first_slot))
+			return true;
+	}
+	return false;
+}
+
 /*
- * Warm exactly the era's bundles (each read once).  Over the budget
+ * Warm exactly the era's bundles (each read once): the slots of the
+ * markers that hold a stream to settle (invariant 3).  Over the budget
  * (-ENOBUFS) the workers read a bundle from the store instead; a slot the
  * store cannot give (a zone down, no good copy) fails the era here, after
  * one slot's cost, not one per slot: the era re-runs at the next pass.
@@ -229,23 +419,29 @@ int settle_era_warm(struct era *e)
 {
 	const struct settle_cfg *cfg = e->cfg;
 	const struct meta_chain *c = &e->chain;
-	uint64_t first = e->marks[0].first_slot, end = e->marks[e->nmarks - 1].end_slot;
 
 	assert_era_state(e, ERA_JUDGED);
-	for (uint64_t slot = first; slot < end; slot++) {
-		char key[CHAIN_KEY_MAX];
-		int w;
+	for (uint32_t i = 0; i < e->nmarks; i++) {
+		const struct meta_marker *m = &e->marks[i];
 
-		if (era_cancelled(e))
-			return -ESHUTDOWN;
-		chain_slot_key(key, sizeof(key), c->cls, c->star, c->epoch, slot);
-		w = fetch_cache_warm(cfg->fc, key);
-		if (w && w != -ENOBUFS && w != -ENOENT) {
-			nv_log(NV_WARN, NV_SUB_SETTLE, "%s: unreadable (%s); the era [%llu, %llu) "
-			       "settles later", key, strerror(-w), (unsigned long long)first,
-			       (unsigned long long)end);
-			fetch_cache_clear(cfg->fc);
-			return w;
+		if (!marker_settles(e, m))
+			continue;
+		for (uint64_t slot = m->first_slot; slot < m->end_slot; slot++) {
+			char key[CHAIN_KEY_MAX];
+			int w;
+
+			if (era_cancelled(e))
+				return -ESHUTDOWN;
+			chain_slot_key(key, sizeof(key), c->cls, c->star, c->epoch, slot);
+			w = fetch_cache_warm(cfg->fc, key);
+			if (w && w != -ENOBUFS && w != -ENOENT) {
+				nv_log(NV_WARN, NV_SUB_SETTLE, "%s: unreadable (%s); the era's "
+				       "marker at slot %llu settles later", key, strerror(-w),
+				       (unsigned long long)m->first_slot);
+				fetch_cache_clear(cfg->fc);
+				return w;
+			}
+			e->warmed++;
 		}
 	}
 	e->state = ERA_WARM;
@@ -318,44 +514,76 @@ static const struct era_stream *find_stream(const struct era *e, uint64_t id)
 	return lo < e->nstreams && e->streams[lo].id == id ? &e->streams[lo] : NULL;
 }
 
-/* Keep residue in the markers; delete markers with none.  *changed
- * counts the markers deleted or rewritten. */
+/*
+ * Keep residue in the markers; delete markers with none.  A residue
+ * stream whose part had ripened waits again for its age cap (or, past
+ * it, a failed settle, one retry delay); the others keep their own
+ * ripening; the marker ripens with its first stream (markers.h
+ * invariant 4).  *changed counts the markers deleted or rewritten.
+ */
 static int resolve_markers(struct era *e, int *changed)
 {
 	const struct settle_cfg *cfg = e->cfg;
 	uint64_t cap = cfg->age_cap_ns[e->chain.cls];
+	struct kv_txn *t = NULL;
+	uint32_t pending = 0;
 	int rc = NV_FP("settle.before_resolve");
 
-	for (uint32_t i = 0; !rc && i < e->nmarks; i++) {
-		struct meta_marker *m = &e->marks[i];
-		struct kv_txn *t;
+	for (uint32_t i = 0; !rc && i <= e->nmarks; i++) {
+		struct meta_marker *m = &e->marks[i < e->nmarks ? i : 0];
+		uint64_t ripe = UINT64_MAX;
 		uint32_t keep = 0;
+		bool moved = false;
+
+		if (i == e->nmarks || pending == RESOLVE_TXN_MARKERS) {
+			/* The batch so far (markers of other streams are
+			 * independent: any order, any grouping, is the same). */
+			if (pending)
+				rc = kv_txn_commit(cfg->kv, t, NULL);
+			kv_txn_free(t);
+			t = NULL;
+			if (!rc)
+				*changed += (int)pending;
+			pending = 0;
+			if (rc || i == e->nmarks)
+				break;
+		}
 
 		for (uint32_t j = 0; j < m->nstreams; j++) {
-			const struct era_stream *es = find_stream(e, m->streams[j].stream_id);
+			struct meta_marker_stream ms = m->streams[j];
+			const struct era_stream *es = due_at(e, ms.stream_id, m->first_slot)
+							      ? find_stream(e, ms.stream_id)
+							      : NULL;
 
-			if (es && es->outcome == RESIDUE)
-				m->streams[keep++] = m->streams[j];
+			/* A settled stream's part beyond its settled end (the
+			 * job committed less than its window) is residue. */
+			if (es && es->outcome != RESIDUE &&
+			    !(es->outcome == SETTLED && ms.first_seq >= es->end_seq))
+				continue;
+			if (es && ms.ripe_ns <= e->now) {
+				ms.ripe_ns = m->birth_ns + cap > e->now ? m->birth_ns + cap
+									: e->now + ERA_RETRY_NS;
+				moved = true;
+			}
+			if (ms.ripe_ns < ripe)
+				ripe = ms.ripe_ns;
+			m->streams[keep++] = ms;
 		}
-		if (keep == m->nstreams && m->ripe_ns == m->birth_ns + cap && !m->crossed)
+		if (keep == m->nstreams && !moved && ripe == m->ripe_ns)
 			continue; /* unchanged */
-		t = kv_txn_new();
-		if (!t)
+		if (!t && !(t = kv_txn_new()))
 			return -ENOMEM;
 		if (keep == 0) {
 			rc = meta_marker_txn_del(t, m->cls, m->star, m->epoch, m->first_slot);
 		} else {
 			m->nstreams = keep;
-			m->crossed = 0;
-			m->ripe_ns = m->birth_ns + cap;
+			m->ripe_ns = ripe;
+			m->crossed = ripe < m->birth_ns + cap;
 			rc = meta_marker_txn_put(t, m);
 		}
-		if (!rc)
-			rc = kv_txn_commit(cfg->kv, t, NULL);
-		kv_txn_free(t);
-		if (!rc)
-			(*changed)++;
+		pending++;
 	}
+	kv_txn_free(t);
 	return rc;
 }
 
@@ -431,17 +659,49 @@ static void era_tally(const struct era *e, struct era_tally *n)
 	}
 }
 
-int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint64_t now_ns)
+bool settle_backoff_ready(const struct settle_backoff *b, uint64_t now_mono_ns)
+{
+	return b->failures == 0 || now_mono_ns >= b->next_ns;
+}
+
+void settle_backoff_note(struct settle_backoff *b, int rc, uint64_t now_mono_ns)
+{
+	uint64_t d = SETTLE_BACKOFF_MIN_NS;
+
+	if (rc >= 0) {
+		memset(b, 0, sizeof(*b));
+		return;
+	}
+	b->failures++;
+	b->last_err = rc;
+	for (uint32_t i = 1; i < b->failures && d < SETTLE_BACKOFF_MAX_NS; i++)
+		d *= 2;
+	if (d > SETTLE_BACKOFF_MAX_NS)
+		d = SETTLE_BACKOFF_MAX_NS;
+	b->next_ns = now_mono_ns + d;
+}
+
+int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint64_t now_ns,
+		 struct settle_view *view)
 {
 	struct era e;
 	struct era_tally n = { 0 };
 	uint64_t t0 = nv_now_mono_ns();
 	int rc, changed = 0;
 
+	if (view) {
+		view->waiting = 0;
+		view->oldest_birth = UINT64_MAX;
+		view->era_ms = 0;
+	}
 	if (c->state == CHAIN_FENCED)
 		return 0; /* recovery first */
 	settle_era_init(&e, cfg, c, now_ns);
 	rc = settle_era_collect(&e);
+	if (view) {
+		view->waiting = e.waiting;
+		view->oldest_birth = e.oldest_birth;
+	}
 	if (rc || e.state != ERA_COLLECTED)
 		goto out; /* an error, or nothing ripe */
 	rc = settle_era_judge(&e);
@@ -460,6 +720,8 @@ int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint6
 	}
 	era_tally(&e, &n);
 	rc = settle_era_resolve(&e, &changed);
+	if (view)
+		view->era_ms = (nv_now_mono_ns() - t0) / NV_NS_PER_MS;
 	nv_log(n.settled || n.dropped ? NV_INFO : NV_DEBUG, NV_SUB_SETTLE,
 	       "%s/%s epoch %llu slots [%llu, %llu): %u stream(s) settled into %u object(s) "
 	       "(%llu bytes), %u dropped, %u residue, in %llu ms",

@@ -101,8 +101,12 @@
 #include "engine/settle.h"
 #include "meta/markers.h"
 #include "meta/refs.h"
+#include "src/base/u64map.h"
 
 #define ERA_MARKERS_MAX 4096
+/* A residue stream past its age cap (its settle failed) is retried after
+ * this long, not at every pass. */
+#define ERA_RETRY_NS (30ull * 1000000000ull)
 #define PART_MIN (5u << 20)    /* S3's smallest non-last part */
 #define PART_TARGET (8u << 20) /* parts we assemble by reading */
 
@@ -132,7 +136,13 @@ struct era {
 	uint64_t now;
 	struct meta_marker *marks;
 	uint32_t nmarks, cap;
-	uint64_t est_bytes;
+	uint64_t est_bytes;    /* due streams' bytes in the ripe markers */
+	struct u64map *due;    /* stream id -> DUE: its part of a ripe marker ripened */
+	uint32_t nripe;        /* ripe markers taken (collect walk 1) */
+	uint64_t last_slot;    /* first slot of the last of them: the era's end */
+	uint32_t waiting;      /* markers seen not ripe yet */
+	uint64_t oldest_birth; /* of every marker seen (UINT64_MAX: none) */
+	uint32_t warmed;       /* slots warmed */
 	struct era_stream *streams;
 	uint32_t nstreams;
 	pthread_mutex_t lock;
@@ -224,14 +234,24 @@ static inline void assert_job_state(const struct settle_job *j, enum job_state w
 void settle_era_init(struct era *e, const struct settle_cfg *cfg, const struct meta_chain *c,
 		     uint64_t now_ns);
 void settle_era_free(struct era *e);
-/* NEW -> COLLECTED: the markers up to the last ripe one.  0 and
- * COLLECTED, 0 with e->nmarks == 0 (nothing ripe; state stays NEW), or
- * -errno. */
+/* NEW -> COLLECTED: the ripe markers and the waiting markers holding a
+ * due stream, in slot order, up to the last ripe marker taken (era.c
+ * "Collecting an era"; other waiting markers are counted in e->waiting).
+ * 0 and COLLECTED, 0 with e->nmarks == 0 (nothing ripe; state stays
+ * NEW), or -errno. */
 int settle_era_collect(struct era *e) __attribute__((warn_unused_result));
 /* COLLECTED -> JUDGED: the era's streams, each judged. */
 int settle_era_judge(struct era *e) __attribute__((warn_unused_result));
-/* JUDGED -> WARM: the era's bundles in the fetch cache. */
+/* JUDGED -> WARM: the slots of the era's markers that hold a stream
+ * to settle, in the fetch cache (nothing when no stream qualifies). */
 int settle_era_warm(struct era *e) __attribute__((warn_unused_result));
+/* The stream's part of the marker holding span ref r's first slot (in
+ * r's chain) ripens at ripe_ns, if it would later: a due stream's
+ * earlier history in an older chain settles with it.  0, -ENOENT (no
+ * such marker: settled meanwhile), or -errno.  Best effort: a caller may
+ * ignore the result (the next era of this chain nudges again). */
+int settle_nudge(const struct settle_cfg *cfg, const struct meta_ref *r, uint64_t stream,
+		 uint64_t ripe_ns);
 /* WARM -> ASSEMBLED: every PENDING stream through settle_stream(). */
 void settle_era_assemble(struct era *e);
 /* ASSEMBLED -> RESOLVED: markers rewritten or deleted (*changed counts

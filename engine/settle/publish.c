@@ -12,10 +12,11 @@
  * Invariants:
  *  1. An object's key is derived (meta_settled_key()), so a re-run
  *     publishes to the same key.
- *  2. A standing object is adopted only when its footer holds the same
- *     records (count, first and end seq); otherwise it is a crashed
- *     run's object from a shorter window, named by no row, and is
- *     replaced once.
+ *  2. A standing object is never replaced: when its footer holds the
+ *     same records it is adopted; when it holds a prefix of them (a
+ *     crashed run's, or a racing settler's, from a shorter window) the
+ *     job commits those durable bytes and leaves the rest of its window
+ *     for a later era; anything else fails the job (logged).
  *  3. Nothing here writes the metastore.
  *
  * Threads: a job is its worker's own (job.h); the fetch cache and the
@@ -155,6 +156,46 @@ static int plan_tail(struct settle_job *j)
 	return rc;
 }
 
+/*
+ * The plan holds more objects than one catalog row can name: settle the
+ * window up to the last span ref that ends before the first object that
+ * does not fit (the rest stays span refs for the next era, which starts
+ * a new row there), and plan again.  -E2BIG when no span ref ends there.
+ */
+static int shrink_window(struct settle_job *j)
+{
+	uint32_t room = META_REF_OBJS_MAX - (j->have_tail ? j->prev.nobjs - 1 : 0);
+	uint64_t cut = j->objs[room].first_seq;
+	struct window *w = &j->w;
+	uint32_t k = w->n, keep = 0;
+
+	while (k > 0 && w->refs[k - 1].end_seq > cut)
+		k--;
+	if (k == 0) {
+		nv_log(NV_ERR, NV_SUB_SETTLE, "stream %llu: one span ref needs more objects than a "
+		       "catalog row holds", (unsigned long long)j->es->id);
+		return -E2BIG;
+	}
+	for (uint32_t q = k; q < w->n; q++)
+		meta_ref_clear(&w->refs[q]);
+	w->n = k;
+	while (keep < j->nchunks && j->chunks[keep].e.first_seq < w->refs[k - 1].end_seq)
+		keep++;
+	j->nchunks = keep;
+	j->max_ts = 0;
+	for (uint32_t q = 0; q < w->n; q++)
+		if (w->refs[q].max_ts > j->max_ts)
+			j->max_ts = w->refs[q].max_ts;
+	settle_plan_free(j->objs, j->nobjs);
+	j->objs = NULL;
+	j->nobjs = 0;
+	j->have_tail = false;
+	nv_log(NV_INFO, NV_SUB_SETTLE, "stream %llu: window cut at seq %llu (a catalog row holds "
+	       "%u objects); the rest settles next", (unsigned long long)j->es->id,
+	       (unsigned long long)w->refs[k - 1].end_seq, META_REF_OBJS_MAX);
+	return settle_job_plan(j);
+}
+
 /* LOADED -> PLANNED. */
 int settle_job_plan(struct settle_job *j)
 {
@@ -192,6 +233,8 @@ int settle_job_plan(struct settle_job *j)
 		if (rc)
 			return rc;
 	}
+	if (j->nobjs > META_REF_OBJS_MAX - (j->have_tail ? prev->nobjs - 1 : 0))
+		return shrink_window(j); /* then plans again */
 	j->state = JOB_PLANNED;
 	return 0;
 }
@@ -269,13 +312,16 @@ static int pw_extent(struct part_writer *pw, const struct extent *x)
 }
 
 /* An object already stands at key (an earlier run, or a lost race):
- * describe those durable bytes instead of ours, if they hold the same
- * records (invariant 2). */
-static int adopt(const struct settle_cfg *cfg, const char *key, struct plan_obj *o)
+ * describe those durable bytes instead of ours (invariant 2).  0 when it
+ * holds exactly o's records; 1 when it holds a prefix of them (a run
+ * from a shorter window): o then describes it and *end_seq is where it
+ * ends; -EIO when it holds anything else (never replaced: logged). */
+static int adopt(const struct settle_cfg *cfg, const char *key, struct plan_obj *o,
+		 uint64_t *end_seq)
 {
 	struct bundle_footer f;
-	struct bundle_entry first, last;
-	uint64_t foff;
+	struct bundle_entry e, mine_last = o->ents[o->nents - 1];
+	uint64_t foff, seq = o->first_seq, byte = o->first_byte, max_ts = 0;
 	uint32_t flen;
 	uint8_t *win;
 	int rc;
@@ -285,26 +331,39 @@ static int adopt(const struct settle_cfg *cfg, const char *key, struct plan_obj 
 		rc = settle_read_footer(cfg, key, foff, flen, &win, &f);
 	if (rc)
 		return rc;
-	rc = f.n == o->nents ? 0 : -EBADMSG;
-	if (!rc)
-		rc = bundle_footer_get(&f, 0, &first);
-	if (!rc)
-		rc = bundle_footer_get(&f, f.n - 1, &last);
+	for (uint32_t i = 0; !rc && i < f.n; i++) {
+		rc = bundle_footer_get(&f, i, &e);
+		if (!rc && (e.stream_id != o->ents[0].stream_id || e.first_seq != seq ||
+			    e.first_byte != byte))
+			rc = -EBADMSG;
+		if (!rc) {
+			seq += e.nrec;
+			byte += bundle_entry_body_bytes(&e);
+			if (e.max_ts > max_ts)
+				max_ts = e.max_ts;
+		}
+	}
 	free(win);
-	if (!rc && (first.first_seq != o->first_seq ||
-		    last.first_seq + last.nrec != o->ents[o->nents - 1].first_seq +
-							  o->ents[o->nents - 1].nrec))
+	if (!rc && (f.n == 0 || seq > mine_last.first_seq + mine_last.nrec))
 		rc = -EBADMSG;
 	if (rc) {
-		/* A crashed run published here from a shorter window; nothing
-		 * names it (the rows still name the revision before), so the
-		 * caller replaces it. */
-		return -ESTALE;
+		nv_log(NV_ERR, NV_SUB_SETTLE, "%s: already stands and does not hold this window's "
+		       "records: left as it is, the stream settles later", key);
+		return -EIO;
 	}
-	nv_log(NV_INFO, NV_SUB_SETTLE, "%s: already published; adopting it", key);
 	o->footer_off = foff;
 	o->footer_len = flen;
-	return 0;
+	if (seq == mine_last.first_seq + mine_last.nrec) {
+		nv_log(NV_INFO, NV_SUB_SETTLE, "%s: already published; adopting it", key);
+		return 0;
+	}
+	nv_log(NV_INFO, NV_SUB_SETTLE, "%s: stands from a shorter window (to seq %llu); adopting "
+	       "those durable bytes", key, (unsigned long long)seq);
+	o->nents = f.n;
+	o->size = foff;
+	o->max_ts = max_ts;
+	*end_seq = seq;
+	return 1;
 }
 
 /* Upload o's extents and footer as the parts of a multipart upload of
@@ -329,8 +388,11 @@ static int upload_parts(const struct settle_cfg *cfg, const char *key, const str
 	return rc;
 }
 
+/* Publish o: 0 (ours, or the same records adopted), 1 (a standing
+ * object holds a prefix of o's records: o describes it, *end_seq is
+ * where it ends), or -errno. */
 static int publish_try(const struct settle_cfg *cfg, const char *bucket, uint64_t stream,
-		       struct plan_obj *o, bool again)
+		       struct plan_obj *o, uint64_t *end_seq)
 {
 	char key[META_SETTLED_KEY_MAX];
 	struct store_mpu *mpu = NULL;
@@ -354,26 +416,14 @@ static int publish_try(const struct settle_cfg *cfg, const char *bucket, uint64_
 	if (!rc) {
 		rc = store_mpu_complete(mpu, STORE_CREATE_ONCE);
 		if (rc == -EEXIST)
-			rc = adopt(cfg, key, o);
-		if (rc == -ESTALE && !again) {
-			const char *keys[1] = { key };
-
-			nv_log(NV_WARN, NV_SUB_SETTLE, "%s: a crashed run's object from a shorter "
-			       "window stands there, named by no row: replacing it", key);
-			rc = store_delete(cfg->store, keys, 1);
-			free(buf);
-			nv_buf_free(&footer);
-			return rc ? rc : publish_try(cfg, bucket, stream, o, true);
-		}
-		if (!rc && o->footer_len == 0) {
+			rc = adopt(cfg, key, o, end_seq);
+		else if (!rc) {
 			o->footer_off = o->size;
 			o->footer_len = (uint32_t)footer.len;
 			NV_STAT_ADD(cfg->stats, settled_objects, 1);
 		}
 	}
-	if (rc == -ESTALE)
-		rc = -EIO; /* replaced once and still not ours */
-	if (rc)
+	if (rc < 0)
 		nv_log(NV_ERR, NV_SUB_SETTLE, "%s: publishing failed: %s", key, strerror(-rc));
 	else
 		nv_log(NV_DEBUG, NV_SUB_SETTLE, "%s: %u chunks, %llu bytes", key, o->nents,
@@ -383,14 +433,52 @@ static int publish_try(const struct settle_cfg *cfg, const char *bucket, uint64_
 	return rc;
 }
 
+/* Object i stands from a shorter window ending at end_seq: the job
+ * commits what is durable, objects [0, i] and the window's refs up to
+ * end_seq (which must end one of them: -EIO otherwise); the rest stays
+ * span refs for a later era. */
+static int cut_window(struct settle_job *j, uint32_t i, uint64_t end_seq)
+{
+	struct window *w = &j->w;
+	uint32_t k = 0;
+
+	while (k < w->n && w->refs[k].end_seq != end_seq)
+		k++;
+	if (k == w->n) {
+		nv_log(NV_ERR, NV_SUB_SETTLE, "stream %llu: a standing object ends at seq %llu, "
+		       "inside a span ref: settles later", (unsigned long long)j->es->id,
+		       (unsigned long long)end_seq);
+		return -EIO;
+	}
+	for (uint32_t q = k + 1; q < w->n; q++)
+		meta_ref_clear(&w->refs[q]);
+	w->n = k + 1;
+	j->max_ts = 0;
+	for (uint32_t q = 0; q < w->n; q++)
+		if (w->refs[q].max_ts > j->max_ts)
+			j->max_ts = w->refs[q].max_ts;
+	for (uint32_t q = i + 1; q < j->nobjs; q++) {
+		free(j->objs[q].ents);
+		free(j->objs[q].ext);
+		memset(&j->objs[q], 0, sizeof(j->objs[q]));
+	}
+	j->nobjs = i + 1;
+	return 0;
+}
+
 /* PLANNED -> PUBLISHED. */
 int settle_job_publish(struct settle_job *j)
 {
 	int rc = 0;
 
 	assert_job_state(j, JOB_PLANNED);
-	for (uint32_t i = 0; !rc && i < j->nobjs; i++)
-		rc = publish_try(j->e->cfg, j->es->row.bucket, j->es->id, &j->objs[i], false);
+	for (uint32_t i = 0; !rc && i < j->nobjs; i++) {
+		uint64_t end_seq = 0;
+
+		rc = publish_try(j->e->cfg, j->es->row.bucket, j->es->id, &j->objs[i], &end_seq);
+		if (rc == 1)
+			rc = cut_window(j, i, end_seq);
+	}
 	if (!rc)
 		rc = NV_FP("settle.after_publish");
 	if (!rc)

@@ -15,8 +15,9 @@
  *  2. The gathered chunks cover the window exactly, seq and byte, or the
  *     job fails (-EIO).
  *  3. settle_delete_covered() deletes a span ref only at the version it
- *     read, with its byte twin (meta_ref_txn_del_ver()); a lost race is
- *     skipped, not an error.
+ *     read, with its byte twin (meta_ref_txn_del_ver()), up to
+ *     DELETE_TXN_REFS of them per transaction in ascending order; a lost
+ *     race is skipped, not an error.
  *
  * Threads: a job is its worker's own (job.h).
  */
@@ -64,41 +65,66 @@ void settle_job_done(struct settle_job *j, enum outcome o)
 	j->state = JOB_DONE;
 }
 
+#define DELETE_TXN_REFS 128 /* covered span refs deleted per transaction */
+
+/* Delete keys[0..n) (each at the version read, with its twin) in one
+ * transaction; with one_by_one, one transaction each, a lost race
+ * skipped.  0, -ECANCELED (a batch lost a race: retry one by one), or
+ * -errno. */
+static int delete_refs(const struct settle_cfg *cfg, uint64_t stream, const uint64_t *keys,
+		       const uint64_t *bytes, const uint64_t *vers, uint32_t n, bool one_by_one)
+{
+	struct kv_txn *t = NULL;
+	int rc = 0;
+
+	for (uint32_t i = 0; !rc && i < n; i++) {
+		if (!t && !(t = kv_txn_new()))
+			return -ENOMEM;
+		rc = meta_ref_txn_del_ver(t, stream, keys[i], bytes[i], vers[i]);
+		if (!rc && (one_by_one || i + 1 == n)) {
+			rc = kv_txn_commit(cfg->kv, t, NULL);
+			kv_txn_free(t);
+			t = NULL;
+			if (rc == -ECANCELED && one_by_one)
+				rc = 0; /* that one moved meanwhile: not ours */
+		}
+	}
+	kv_txn_free(t);
+	return rc;
+}
+
 int settle_delete_covered(const struct settle_cfg *cfg, uint64_t stream, const uint64_t *keys,
 			  uint32_t nkeys, uint64_t covered_end, uint64_t skip_seq)
 {
-	for (uint32_t i = 0; i < nkeys; i++) {
-		struct meta_ref r;
-		struct kv_txn *t;
-		uint64_t ver;
-		int rc;
+	uint64_t k[DELETE_TXN_REFS], b[DELETE_TXN_REFS], v[DELETE_TXN_REFS];
+	uint32_t n = 0;
+	int rc = 0;
 
-		if (keys[i] == skip_seq)
-			continue;
-		meta_ref_init(&r);
-		rc = meta_ref_get(cfg->kv, stream, keys[i], &r, &ver);
-		if (rc == -ENOENT)
-			continue; /* an earlier run deleted it */
-		if (rc)
-			return rc;
-		if (r.kind != META_REF_SPAN || r.end_seq > covered_end) {
+	for (uint32_t i = 0; !rc && i <= nkeys; i++) {
+		struct meta_ref r;
+		uint64_t ver;
+
+		if (i < nkeys && keys[i] != skip_seq) {
+			meta_ref_init(&r);
+			rc = meta_ref_get(cfg->kv, stream, keys[i], &r, &ver);
+			if (rc == -ENOENT) {
+				rc = 0; /* an earlier run deleted it */
+			} else if (!rc && r.kind == META_REF_SPAN && r.end_seq <= covered_end) {
+				k[n] = keys[i];
+				b[n] = r.first_byte;
+				v[n] = ver;
+				n++;
+			}
 			meta_ref_clear(&r);
-			continue;
 		}
-		t = kv_txn_new();
-		if (!t) {
-			meta_ref_clear(&r);
-			return -ENOMEM;
+		if (!rc && n && (n == DELETE_TXN_REFS || i == nkeys)) {
+			rc = delete_refs(cfg, stream, k, b, v, n, false);
+			if (rc == -ECANCELED)
+				rc = delete_refs(cfg, stream, k, b, v, n, true);
+			n = 0;
 		}
-		rc = meta_ref_txn_del_ver(t, stream, keys[i], r.first_byte, ver);
-		if (!rc)
-			rc = kv_txn_commit(cfg->kv, t, NULL);
-		kv_txn_free(t);
-		meta_ref_clear(&r);
-		if (rc && rc != -ECANCELED)
-			return rc;
 	}
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------------ resume */
@@ -358,7 +384,12 @@ int settle_job_load(struct settle_job *j)
 		if (rc == 0) {
 			j->have_prev = true;
 			if (j->prev.kind != META_REF_CATALOG && j->prev.end_seq > es->row.trim_seq) {
-				settle_job_done(j, RESIDUE); /* earlier history settles first */
+				/* Earlier history settles first; when it waits in an
+				 * older chain (a recovered epoch) while the stream is
+				 * due here, it is due there too. */
+				if (u64map_get(j->e->due, es->id))
+					(void)settle_nudge(cfg, &j->prev, es->id, j->e->now);
+				settle_job_done(j, RESIDUE);
 				return 0;
 			}
 		} else if (rc != -ENOENT) {

@@ -560,18 +560,30 @@ static void r_stats(void *be, struct store_stats *out)
 	store_stats_add(out, r->express);
 }
 
+/* One delete request per member: the keys that route to it, in order. */
 static int r_del(void *be, const char *const *keys, size_t n)
 {
 	struct route_be *r = be;
+	struct store *members[2] = { r->std, r->express };
+	const char **part = malloc((n ? n : 1) * sizeof(*part));
 	int first = 0;
 
-	/* Callers batch keys of one chain; split anyway. */
-	for (size_t i = 0; i < n; i++) {
-		int rc = store_delete(route(r, keys[i]), &keys[i], 1);
+	if (!part)
+		return -ENOMEM;
+	for (int m = 0; m < 2; m++) {
+		size_t k = 0;
+		int rc;
 
+		for (size_t i = 0; i < n; i++)
+			if (route(r, keys[i]) == members[m])
+				part[k++] = keys[i];
+		if (!k)
+			continue;
+		rc = store_delete(members[m], part, k);
 		if (rc && !first)
 			first = rc;
 	}
+	free(part);
 	return first;
 }
 
@@ -589,9 +601,65 @@ static int r_list(void *be, const char *prefix, const char *start_after, store_l
 	return store_list(r->std, prefix, start_after, fn, arg);
 }
 
+/* A router upload: the member's upload and the member it lives in. */
+struct route_upload {
+	struct store_mpu *inner;
+	struct store *member;
+};
+
 static int r_mpu_create(void *be, const char *key, void **upload)
 {
-	return store_mpu_create(route(be, key), key, (struct store_mpu **)upload);
+	struct route_upload *u = calloc(1, sizeof(*u));
+	int rc;
+
+	if (!u)
+		return -ENOMEM;
+	u->member = route(be, key);
+	rc = store_mpu_create(u->member, key, &u->inner);
+	if (rc) {
+		free(u);
+		return rc;
+	}
+	*upload = u;
+	return 0;
+}
+
+static int r_mpu_put_part(void *be, void *upload, int part_no, const struct iovec *iov,
+			  int iovcnt)
+{
+	struct route_upload *u = upload;
+
+	return store_mpu_put_part(u->inner, part_no, iov, iovcnt);
+}
+
+/* A server-side copy only from a source in the upload's own member (an
+ * express slot lives in the express set, not the standard bucket):
+ * otherwise -ENOTSUP, and the caller reads the range and uploads it. */
+static int r_mpu_copy_part(void *be, void *upload, int part_no, const char *src_key,
+			   uint64_t off, uint64_t len)
+{
+	struct route_upload *u = upload;
+
+	if (route(be, src_key) != u->member)
+		return -ENOTSUP;
+	return store_mpu_copy_part(u->inner, part_no, src_key, off, len);
+}
+
+static int r_mpu_complete(void *be, void *upload, unsigned flags)
+{
+	struct route_upload *u = upload;
+	int rc = store_mpu_complete(u->inner, flags);
+
+	free(u);
+	return rc;
+}
+
+static void r_mpu_abort(void *be, void *upload)
+{
+	struct route_upload *u = upload;
+
+	store_mpu_abort(u->inner);
+	free(u);
 }
 
 static const struct store_backend_ops route_ops = {
@@ -605,10 +673,10 @@ static const struct store_backend_ops route_ops = {
 	.del = r_del,
 	.list = r_list,
 	.mpu_create = r_mpu_create,
-	.mpu_put_part = set_mpu_put_part,
-	.mpu_copy_part = set_mpu_copy_part,
-	.mpu_complete = set_mpu_complete,
-	.mpu_abort = set_mpu_abort,
+	.mpu_put_part = r_mpu_put_part,
+	.mpu_copy_part = r_mpu_copy_part,
+	.mpu_complete = r_mpu_complete,
+	.mpu_abort = r_mpu_abort,
 };
 
 int store_route_new(struct store *std, struct store *express, struct store **out)

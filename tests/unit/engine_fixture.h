@@ -193,7 +193,8 @@ bool efx_poll_stat_(struct efx *f, size_t off, uint64_t n, unsigned timeout_ms);
 /* Every key/value of the kv (kv_range over the whole keyspace), rendered
  * as one comparable string, one "tag hexkey = hexvalue" line per key.
  * With zero_times, the wall-clock fields a re-run legitimately changes
- * are zeroed first: markers' birth_ns/ripe_ns and chains' settled_ns.
+ * are zeroed first: markers' birth_ns/ripe_ns (and each stream's ripe_ns)
+ * and chains' settled_ns.
  * Caller frees. */
 char *efx_kv_dump(struct kv *kv, bool zero_times);
 /* Same for the keys of one tag ("ref", "rby", "mrk", "chn", ...). */

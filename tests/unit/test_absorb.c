@@ -849,7 +849,8 @@ static struct recover_cfg rcfg(struct efx *f, struct kv *kv, uint32_t batch)
 	c.store = f->store;
 	c.kv = kv;
 	c.stats = &f->stats;
-	c.policy = POLICY;
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
+		c.policy[cls] = POLICY;
 	c.batch_slots = batch;
 	c.probe_window = 8;
 	return c;
@@ -933,8 +934,9 @@ static void test_absorb_recover_matches_live(void **state)
 
 /* Write a transit bundle for slot directly: runs as in the scenario,
  * records of ts 1000 + seq.  Returns the footer window. */
-static void put_bundle(struct store *st, uint64_t epoch, uint64_t slot,
-		       const struct absorb_run *runs, uint32_t n, uint64_t *foff, uint32_t *flen)
+static void put_bundle_cls(struct store *st, unsigned cls, uint64_t epoch, uint64_t slot,
+			   const struct absorb_run *runs, uint32_t n, uint64_t *foff,
+			   uint32_t *flen)
 {
 	struct bundle_run br[SCN_RUNS_MAX];
 	uint8_t *frames[SCN_RUNS_MAX] = { 0 };
@@ -964,7 +966,7 @@ static void put_bundle(struct store *st, uint64_t epoch, uint64_t slot,
 		br[i].nrec = r->nrec;
 	}
 	assert_int_equal(bundle_encode(br, n, &opts, &out), 0);
-	chain_slot_key(key, sizeof(key), NV_CLASS_STANDARD, EFX_STAR, epoch, slot);
+	chain_slot_key(key, sizeof(key), cls, EFX_STAR, epoch, slot);
 	assert_int_equal(store_put(st, key, out.iov, out.iovcnt, STORE_CREATE_ONCE), 0);
 	if (foff)
 		*foff = out.footer_off;
@@ -973,6 +975,12 @@ static void put_bundle(struct store *st, uint64_t epoch, uint64_t slot,
 	bundle_out_free(&out);
 	for (uint32_t i = 0; i < n; i++)
 		free(frames[i]);
+}
+
+static void put_bundle(struct store *st, uint64_t epoch, uint64_t slot,
+		       const struct absorb_run *runs, uint32_t n, uint64_t *foff, uint32_t *flen)
+{
+	put_bundle_cls(st, NV_CLASS_STANDARD, epoch, slot, runs, n, foff, flen);
 }
 
 static bool slot_exists(struct efx *f, uint64_t slot)
@@ -1284,6 +1292,174 @@ static void test_absorb_settle_rounds(void **state)
 	free(ml);
 }
 
+
+/* Each crossing stream of a batch ripens with its own jitter (issue 11
+ * item 5): two streams over the trigger in one batch keep their own
+ * ripening times in the marker, the stream under the trigger its age
+ * cap, and the marker ripens with the earliest. */
+static void test_absorb_jitter_per_stream(void **state)
+{
+	struct efx *f = *state;
+	static const struct absorb_policy pol = {
+		.age_cap_ns = AGE_CAP, .trigger_bytes = 8u << 20, .linger_ns = 30 * NV_NS_PER_S,
+	};
+	const uint64_t M = 1u << 20;
+	struct absorb_run runs[3] = { RUN(5, 0, 0, 1, 9 * M), RUN(6, 0, 0, 1, M),
+				      RUN(7, 0, 0, 1, 9 * M) };
+	struct absorb_slot slot = { .slot = 0, .footer_off = 1, .footer_len = 64, .nruns = 3,
+				    .runs = runs };
+	struct absorb_result res = { 0 };
+	struct mk_list *ml = calloc(1, sizeof(*ml));
+	struct meta_chain row;
+	uint64_t ver, lo, hi, j5 = absorb_jitter_ns(5, pol.linger_ns),
+			      j7 = absorb_jitter_ns(7, pol.linger_ns);
+
+	assert_non_null(ml);
+	assert_true(j5 != j7);
+	for (int i = 0; i < 3; i++)
+		runs[i].settled_byte = 0;
+	row = mint(f->kv, &ver);
+	lo = nv_now_wall_ns();
+	assert_int_equal(absorb_commit_batch(f->kv, &row, &ver, &slot, 1, &pol, &res), 0);
+	hi = nv_now_wall_ns();
+	assert_int_equal(meta_marker_list(f->kv, 0, EFX_STAR, 1, mk_collect, ml), 0);
+	assert_int_equal(ml->n, 1);
+	assert_int_equal(ml->m[0].nstreams, 3);
+	assert_int_equal(ml->m[0].crossed, 1);
+	{
+		const struct meta_marker *m = &ml->m[0];
+		uint64_t b = m->birth_ns;
+
+		assert_true(b >= lo && b <= hi);
+		assert_int_equal(m->streams[0].ripe_ns, b + pol.linger_ns + j5);
+		assert_int_equal(m->streams[1].ripe_ns, b + AGE_CAP);
+		assert_int_equal(m->streams[2].ripe_ns, b + pol.linger_ns + j7);
+		assert_int_equal(m->ripe_ns, b + pol.linger_ns + (j5 < j7 ? j5 : j7));
+		assert_int_equal(res.ripe_ns, m->ripe_ns);
+	}
+	free(ml);
+}
+
+
+/* Recovery ripens each class's batches by that class's policy (issue 11
+ * item 3): an express chain's recovered batch waits for the express age
+ * cap, not the standard one, and a stream over the size trigger (its
+ * un-settled bytes measured from its settled end) ripens at the linger
+ * plus its jitter. */
+static void test_absorb_recover_class_policy(void **state)
+{
+	struct efx *f = *state;
+	struct recover_cfg rc = rcfg(f, f->kv, 8);
+	struct meta_stream hot, slow;
+	struct meta_chain row;
+	struct mk_list *ml = calloc(1, sizeof(*ml));
+	uint64_t ver, lo, hi;
+	const uint64_t linger = 7 * NV_NS_PER_S, xcap = 120 * NV_NS_PER_S;
+
+	assert_non_null(ml);
+	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "hot", NV_CLASS_EXPRESS, 1, &hot), 0);
+	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "slow", NV_CLASS_EXPRESS, 1, &slow),
+			 0);
+	rc.policy[NV_CLASS_STANDARD] = (struct absorb_policy){ .age_cap_ns = AGE_CAP };
+	rc.policy[NV_CLASS_EXPRESS] = (struct absorb_policy){
+		.age_cap_ns = xcap, .trigger_bytes = 1000, .linger_ns = linger,
+	};
+	assert_int_equal(meta_chain_mint(f->kv, NV_CLASS_EXPRESS, EFX_STAR, MINT_NS, &row, &ver), 0);
+	{
+		struct absorb_run r0[2] = { RUN(hot.id, 0, 0, 4, 600), RUN(slow.id, 0, 0, 1, 10) };
+		struct absorb_run r1[1] = { RUN(hot.id, 4, 600, 4, 600) };
+
+		if (hot.id > slow.id) {
+			struct absorb_run t = r0[0];
+
+			r0[0] = r0[1];
+			r0[1] = t;
+		}
+		put_bundle_cls(f->store, NV_CLASS_EXPRESS, row.epoch, 0, r0, 2, NULL, NULL);
+		put_bundle_cls(f->store, NV_CLASS_EXPRESS, row.epoch, 1, r1, 1, NULL, NULL);
+	}
+	lo = nv_now_wall_ns();
+	assert_int_equal(recover_chain(&rc, NV_CLASS_EXPRESS, EFX_STAR, row.epoch), 0);
+	hi = nv_now_wall_ns();
+	assert_int_equal(meta_marker_list(f->kv, NV_CLASS_EXPRESS, EFX_STAR, row.epoch, mk_collect,
+					  ml), 0);
+	assert_int_equal(ml->n, 1);
+	assert_int_equal(ml->m[0].nstreams, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct meta_marker_stream *ms = &ml->m[0].streams[i];
+		uint64_t b = ml->m[0].birth_ns;
+
+		assert_true(b >= lo && b <= hi);
+		if (ms->stream_id == hot.id)
+			assert_int_equal(ms->ripe_ns, b + linger + absorb_jitter_ns(hot.id, linger));
+		else
+			assert_int_equal(ms->ripe_ns, b + xcap);
+	}
+	assert_int_equal(ml->m[0].crossed, 1);
+	free(ml);
+}
+
+
+/* A batch of more streams than one marker can hold (issue 11 item 7) is
+ * committed as consecutive batches whose markers fit the metastore's
+ * value limit: two slots of 22,000 streams each (44,000 would make a
+ * 1 MiB+ marker) become two markers, every ref is written, and the
+ * checkpoint passes both slots. */
+static void test_absorb_splits_huge_batch(void **state)
+{
+	struct efx *f = *state;
+	const uint32_t per = 22000;
+	struct absorb_run *runs = calloc(2 * per, sizeof(*runs));
+	struct absorb_slot slots[2] = {
+		{ .slot = 0, .footer_off = 1, .footer_len = 64, .nruns = per, .runs = runs },
+		{ .slot = 1, .footer_off = 1, .footer_len = 64, .nruns = per, .runs = runs + per },
+	};
+	struct absorb_result res = { 0 };
+	struct meta_chain row;
+	uint64_t ver;
+
+	assert_non_null(runs);
+	for (uint32_t i = 0; i < 2 * per; i++)
+		runs[i] = (struct absorb_run)RUN(1000 + i, 0, 0, 1, 10);
+	row = mint(f->kv, &ver);
+	assert_int_equal(absorb_commit_batch(f->kv, &row, &ver, slots, 2, &POLICY, &res), 0);
+	assert_int_equal(row.checkpoint, 2);
+	assert_int_equal(res.nrefs, 2 * per);
+	assert_int_equal(res.end_slot, 2);
+	assert_int_equal(efx_count_space(f->kv, "mrk"), 2);
+	assert_int_equal(efx_count_space(f->kv, "ref"), 2 * per);
+	free(runs);
+}
+
+
+/* The garbage probe above the cut covers the crashed writer's own put
+ * window, recorded in its chain row (issue 11 item 11), not only the
+ * probe window of the star that recovers (8 here): a slot 40 above the
+ * cut of a writer with a window of 16 is reaped. */
+static void test_absorb_recover_probe_writers_window(void **state)
+{
+	struct efx *f = *state;
+	struct recover_cfg rc = rcfg(f, f->kv, 4);
+	struct meta_chain row;
+	uint64_t ver;
+
+	row = mint(f->kv, &ver);
+	row.put_window = 16;
+	assert_int_equal(meta_chain_cas(f->kv, &row, ver), 0);
+	put_bundle(f->store, 1, 0, SCN[0].runs, SCN[0].nruns, NULL, NULL);
+	put_bundle(f->store, 1, 41, SCN[1].runs, SCN[1].nruns, NULL, NULL);
+	assert_int_equal(recover_chain(&rc, 0, EFX_STAR, 1), 0);
+	assert_true(slot_exists(f, 0));
+	assert_false(slot_exists(f, 41)); /* cut 1: 41 is within 16 * 4 + 16 */
+	{
+		struct meta_chain got;
+
+		assert_int_equal(meta_chain_get(f->kv, 0, EFX_STAR, 1, &got, NULL), 0);
+		assert_int_equal(got.put_window, 16);
+		assert_int_equal(got.cut, 1);
+	}
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -1305,6 +1481,10 @@ int main(void)
 		T(test_absorb_recover_refuses_corrupt_slot),
 		T(test_absorb_recover_crash_rerun),
 		T(test_absorb_settle_rounds),
+		T(test_absorb_jitter_per_stream),
+		T(test_absorb_recover_class_policy),
+		T(test_absorb_splits_huge_batch),
+		T(test_absorb_recover_probe_writers_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -952,6 +952,45 @@ static void test_rows_ref_floor_boundaries(void **state)
 	}
 }
 
+/* Where the settled history ends (issue 11 item 11): the end of the last
+ * catalog row of the leading run, past span refs wholly below the trim
+ * point that reclamation has not removed yet; a live span ref ends it. */
+static void test_rows_ref_settled_end(void **state)
+{
+	struct fx *f = *state;
+	struct meta_ref c;
+	struct meta_ref_obj o = { .first_seq = 10, .first_byte = 100, .epoch = 1,
+				  .footer_off = 50, .footer_len = 64 };
+	struct kv_txn *t = kv_txn_new();
+	uint64_t seq, byte;
+
+	assert_non_null(t);
+	put_ref(f->kv, 5, 0, 10, 0, 100, 0);   /* trimmed, not reclaimed yet */
+	meta_ref_init(&c);
+	c.stream_id = 5;
+	c.kind = META_REF_CATALOG;
+	c.first_seq = 10;
+	c.end_seq = 30;
+	c.first_byte = 100;
+	c.end_byte = 400;
+	strcpy(c.bucket, "b");
+	assert_int_equal(meta_ref_add_obj(&c, &o), 0);
+	assert_int_equal(meta_ref_txn_put(t, &c), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	kv_txn_free(t);
+	meta_ref_clear(&c);
+	put_ref(f->kv, 5, 30, 40, 400, 401, 3); /* in transit */
+
+	assert_int_equal(meta_ref_settled_end(f->kv, 5, 10, &seq, &byte), 0);
+	assert_int_equal(seq, 30);
+	assert_int_equal(byte, 400);
+	/* Not trimmed: the span ref before the catalog row is history still
+	 * in transit, so nothing is settled from the start. */
+	assert_int_equal(meta_ref_settled_end(f->kv, 5, 0, &seq, &byte), 0);
+	assert_int_equal(seq, 0);
+	assert_int_equal(byte, 0);
+}
+
 static void test_rows_ref_byte_index_same_value(void **state)
 {
 	struct fx *f = *state;
@@ -1367,16 +1406,17 @@ static void marker_default(struct meta_marker *m, struct meta_marker_stream *ss)
 	m->crossed = 1;
 	m->nstreams = 3;
 	m->streams = ss;
-	ss[0] = (struct meta_marker_stream){ 3, 40, 400 };
-	ss[1] = (struct meta_marker_stream){ 7, 0, 12 };
-	ss[2] = (struct meta_marker_stream){ 900, 5, 0 };
+	ss[0] = (struct meta_marker_stream){ 3, 40, 400, 2000 };
+	ss[1] = (struct meta_marker_stream){ 7, 0, 12, 2500 };
+	ss[2] = (struct meta_marker_stream){ 900, 5, 0, 9000 };
 }
 
-static void raw_marker(struct nv_buf *b, const struct meta_marker *m, const char *star,
-		       uint32_t count)
+/* The value of m as version v writes it (v1: no per-stream ripe_ns). */
+static void raw_marker_v(struct nv_buf *b, const struct meta_marker *m, const char *star,
+			 uint32_t count, int v)
 {
 	nv_buf_reset(b);
-	assert_int_equal(nv_wr_u8(b, 1), 0);
+	assert_int_equal(nv_wr_u8(b, (uint8_t)v), 0);
 	assert_int_equal(nv_wr_u8(b, m->cls), 0);
 	assert_int_equal(nv_wr_bytes(b, star, (uint32_t)strlen(star)), 0);
 	assert_int_equal(nv_wr_u64(b, m->epoch), 0);
@@ -1390,7 +1430,15 @@ static void raw_marker(struct nv_buf *b, const struct meta_marker *m, const char
 		assert_int_equal(nv_wr_u64(b, m->streams[i].stream_id), 0);
 		assert_int_equal(nv_wr_u64(b, m->streams[i].first_seq), 0);
 		assert_int_equal(nv_wr_u64(b, m->streams[i].bytes), 0);
+		if (v >= 2)
+			assert_int_equal(nv_wr_u64(b, m->streams[i].ripe_ns), 0);
 	}
+}
+
+static void raw_marker(struct nv_buf *b, const struct meta_marker *m, const char *star,
+		       uint32_t count)
+{
+	raw_marker_v(b, m, star, count, 2);
 }
 
 static void test_rows_marker_round_trip(void **state)
@@ -1418,6 +1466,23 @@ static void test_rows_marker_round_trip(void **state)
 	assert_int_equal(d.crossed, 1);
 	assert_string_equal(d.star, "s1");
 	meta_marker_clear(&d);
+
+	/* Version 1 (no per-stream ripening): each stream takes the
+	 * marker's. */
+	raw_marker_v(&mine, &m, m.star, m.nstreams, 1);
+	assert_int_equal(meta_marker_decode(mine.ptr, mine.len, &d), 0);
+	assert_int_equal(d.nstreams, 3);
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(d.streams[i].stream_id, ss[i].stream_id);
+		assert_int_equal(d.streams[i].ripe_ns, 2000);
+	}
+	meta_marker_clear(&d);
+
+	/* More streams than a value can hold: refused, never written. */
+	m.nstreams = META_MARKER_STREAMS_MAX + 1;
+	assert_int_equal(meta_marker_encode(&m, &theirs), -E2BIG);
+	marker_default(&m, ss);
+	assert_int_equal(meta_marker_encode(&m, &theirs), 0);
 
 	/* A marker with no streams is valid (a batch of deleted streams). */
 	m.nstreams = 0;
@@ -1600,6 +1665,7 @@ int main(void)
 		cmocka_unit_test(test_rows_ref_decode_truncations),
 		cmocka_unit_test(test_rows_ref_decode_hostile),
 		T(test_rows_ref_floor_boundaries),
+		T(test_rows_ref_settled_end),
 		T(test_rows_ref_byte_index_same_value),
 		T(test_rows_ref_empty_ref_shares_byte_key),
 		T(test_rows_ref_list_paging),

@@ -44,6 +44,8 @@
 /* Every marker ripe (even after a resolve re-ripened it at birth + the
  * settle's age cap of UINT64_MAX / 2), and every stream past its age cap. */
 #define NOW_ALL (UINT64_MAX / 4 * 3)
+/* A re-run after a pass whose jobs failed: past their retry delay. */
+#define NOW_RETRY (NOW_ALL + 2 * ERA_RETRY_NS)
 
 /* ------------------------------------------------------------ harness */
 
@@ -86,7 +88,7 @@ static int settle_now(struct st *t, uint64_t now)
 {
 	struct meta_chain c = efx_chain_row(t->f);
 
-	return settle_chain(&t->cfg, &c, now);
+	return settle_chain(&t->cfg, &c, now, NULL);
 }
 
 /* The rows of one stream (scalars and objects; slots are not kept). */
@@ -292,6 +294,28 @@ static int ripe_fn(void *arg, const struct meta_marker *m)
 
 	if (l->n < 256)
 		l->ripe[l->n++] = m->ripe_ns;
+	return 0;
+}
+
+struct marker_copies {
+	struct meta_marker m[64];
+	unsigned n;
+};
+
+/* Deep copies of up to 64 markers (the caller clears them). */
+static int copy_marker_fn(void *arg, const struct meta_marker *m)
+{
+	struct marker_copies *c = arg;
+	struct meta_marker *d;
+
+	if (c->n == 64)
+		return 1;
+	d = &c->m[c->n++];
+	*d = *m;
+	d->streams = calloc(m->nstreams ? m->nstreams : 1, sizeof(*d->streams));
+	if (!d->streams)
+		return -ENOMEM;
+	memcpy(d->streams, m->streams, m->nstreams * sizeof(*d->streams));
 	return 0;
 }
 
@@ -563,7 +587,7 @@ static void test_settle_publish_adopts(void **state)
 	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 1);
 
 	fake_store_reset_calls(t.f->fs);
-	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	assert_int_equal(settle_now(&t, NOW_RETRY), 1);
 	expect_settled(t.f, a->id, 4, 2400, NULL);
 	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 1); /* adopted */
 	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, "streams/"), 0);
@@ -575,13 +599,16 @@ static void test_settle_publish_adopts(void **state)
 
 /* A run stopped after publishing from a shorter window (an era bounded
  * by the fetch budget) leaves an object at the key the longer window
- * derives too; it does not hold the window's records, so the next run
- * deletes it once and publishes its own. */
-static void test_settle_publish_replaces_stale(void **state)
+ * derives too, holding a prefix of its records.  The next run never
+ * replaces it (issue 11 item 9): it commits those durable bytes, and the
+ * rest of the window settles in a later era (a tail extension). */
+static void test_settle_publish_keeps_shorter(void **state)
 {
 	struct st t;
 	struct nv_stream *a;
+	struct rows *rs = calloc(1, sizeof(*rs));
 
+	assert_non_null(rs);
 	st_start(*state, &t);
 	a = efx_stream(t.f, "a", -1);
 	efx_write_absorb(t.f, a, 0, 3, 600);
@@ -595,11 +622,24 @@ static void test_settle_publish_replaces_stale(void **state)
 
 	t.cfg.fetch_budget = 64u << 20;
 	fake_store_reset_calls(t.f->fs);
-	assert_int_equal(settle_now(&t, NOW_ALL), 1);
-	expect_settled(t.f, a->id, 3, 1800, NULL); /* reads the replacement */
-	assert_int_equal(fake_store_ok_calls(t.f->fs, FAKE_DEL, "streams/"), 1);
-	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 2);
-	assert_int_equal(fake_store_count_objects(t.f->fs, "streams/"), 1);
+	assert_int_equal(settle_now(&t, NOW_RETRY), 1);
+	get_rows(t.f->kv, a->id, rs);
+	assert_int_equal(rs->n, 3); /* the catalog row [0, 1), span refs after it */
+	assert_int_equal(rs->r[0].kind, META_REF_CATALOG);
+	assert_int_equal(rs->r[0].end_seq, 1);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, "streams/"), 0);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), 1);
+	{
+		uint64_t seq = 0, byte = 0;
+
+		expect_object(t.f, a->id, &rs->r[0], 0, &seq, &byte);
+	}
+	while (settle_now(&t, NOW_RETRY + 2 * ERA_RETRY_NS) == 1)
+		;
+	expect_settled(t.f, a->id, 3, 1800, NULL);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, "streams/"), 0);
+	expect_twins(t.f);
+	free(rs);
 	st_stop(&t);
 }
 
@@ -727,7 +767,7 @@ static void crash_resume(void **state, const char *fp, bool committed)
 		rb = rs->r[0];
 		free(rs);
 	}
-	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	assert_int_equal(settle_now(&t, NOW_RETRY), 1);
 	expect_settled(t.f, a->id, 5, 2500, &ra2);
 	expect_settled(t.f, b->id, 2, 400, &rb2);
 	if (committed) {
@@ -737,7 +777,7 @@ static void crash_resume(void **state, const char *fp, bool committed)
 	assert_int_equal(NV_STAT_GET(&t.f->stats, settled_objects), objs); /* none again */
 	assert_int_equal(count_markers(t.f), 0);
 	expect_twins(t.f);
-	assert_int_equal(settle_now(&t, NOW_ALL), 0);
+	assert_int_equal(settle_now(&t, NOW_RETRY), 0);
 	st_stop(&t);
 }
 
@@ -798,6 +838,333 @@ static void test_settle_resume_phases(void **state)
 	st_stop(&t);
 }
 
+
+/* ===================================================== era scheduling */
+
+/* Set the ripening of stream id's part of every marker holding it (the
+ * marker's ripe_ns follows: its first stream's), and crossed. */
+static void set_ripe(struct efx *f, uint64_t id, uint64_t ripe, int crossed)
+{
+	struct marker_copies *rs = calloc(1, sizeof(*rs));
+
+	assert_non_null(rs);
+	assert_int_equal(meta_marker_list(f->kv, f->o.cls, EFX_STAR, f->row.epoch, copy_marker_fn,
+					  rs), 0);
+	for (unsigned i = 0; i < rs->n; i++) {
+		struct meta_marker *m = &rs->m[i];
+		bool has = false;
+
+		for (uint32_t k = 0; k < m->nstreams; k++)
+			if (m->streams[k].stream_id == id) {
+				m->streams[k].ripe_ns = ripe;
+				has = true;
+			}
+		if (has) {
+			struct kv_txn *tx = kv_txn_new();
+
+			m->ripe_ns = UINT64_MAX;
+			for (uint32_t k = 0; k < m->nstreams; k++)
+				if (m->streams[k].ripe_ns < m->ripe_ns)
+					m->ripe_ns = m->streams[k].ripe_ns;
+			m->crossed = (uint8_t)crossed;
+			assert_non_null(tx);
+			assert_int_equal(meta_marker_txn_put(tx, m), 0);
+			assert_int_equal(kv_txn_commit(f->kv, tx, NULL), 0);
+			kv_txn_free(tx);
+		}
+		meta_marker_clear(m);
+	}
+	free(rs);
+}
+
+/* Item 1 of the density issue: markers of a trickling stream wait for
+ * their age cap at the front of the chain; the ripe markers of a hot
+ * stream behind them still form eras, even when the fetch budget (or
+ * ERA_MARKERS_MAX) would be spent on the waiting ones first. */
+static void test_settle_era_skips_waiting(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	uint64_t now = nv_now_wall_ns();
+	int rounds = 0, rc;
+
+	st_start(*state, &t);
+	b = efx_stream(t.f, "b", -1);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, b, 0, 2, 100);
+	efx_write_absorb(t.f, a, 0, 3, 700);
+	set_ripe(t.f, b->id, now + 3600 * NV_NS_PER_S, 0); /* waits for its cap */
+	set_ripe(t.f, a->id, now - 1, 1);                  /* ripened */
+	t.cfg.trigger_bytes = 500;
+	t.cfg.fetch_budget = 1; /* one marker per era */
+	while ((rc = settle_now(&t, now)) == 1)
+		rounds++;
+	assert_int_equal(rc, 0);
+	assert_true(rounds >= 1);
+	expect_settled(t.f, a->id, 3, 2100, NULL);
+	assert_int_equal(span_refs(t.f, b->id), 2); /* untouched */
+	assert_int_equal(count_markers(t.f), 2);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
+/* Item 2: only the slots of markers holding a stream that settles are
+ * warmed.  A ripe era of residue alone stages nothing; beside a settling
+ * stream, the residue-only marker's slot is not read. */
+static void test_settle_warm_only_qualifying(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	uint64_t now = nv_now_wall_ns();
+	char prefix[CHAIN_KEY_MAX];
+
+	st_start(*state, &t);
+	efx_chain_prefix(t.f, prefix);
+	b = efx_stream(t.f, "b", -1);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, b, 0, 2, 100);
+	set_ripe(t.f, b->id, now - 1, 1);
+	t.cfg.trigger_bytes = 1u << 20;
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(settle_now(&t, now), 1); /* markers re-ripen at the cap */
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_GET, prefix), 0);
+	assert_int_equal(span_refs(t.f, b->id), 2);
+
+	/* a's two markers settle; b's third marker (ripe, residue) is not
+	 * staged. */
+	efx_write_absorb(t.f, a, 0, 2, 600);
+	efx_write_absorb(t.f, b, 2, 1, 100);
+	set_ripe(t.f, a->id, now - 1, 1);
+	set_ripe(t.f, b->id, now - 1, 1);
+	t.cfg.trigger_bytes = 1000;
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(settle_now(&t, now), 1);
+	expect_settled(t.f, a->id, 2, 1200, NULL);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_GET, prefix), 2);
+	assert_int_equal(span_refs(t.f, b->id), 3);
+	st_stop(&t);
+}
+
+
+/* A due stream takes its earlier batches along: a's first two batches
+ * wait for their age cap (under the trigger when written), its third
+ * crossed and ripened; the era holds all three (and settles a whole)
+ * but not b's waiting marker between them, which stays as it was. */
+static void test_settle_era_takes_earlier_batches(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	uint64_t now = nv_now_wall_ns(), later = now + 3600 * NV_NS_PER_S;
+	char *before, *after;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	efx_write_absorb(t.f, a, 0, 2, 400);
+	efx_write_absorb(t.f, b, 0, 1, 100);
+	efx_write_absorb(t.f, a, 2, 1, 400);
+	set_ripe(t.f, a->id, later, 0);
+	set_ripe(t.f, b->id, later, 0);
+	{
+		/* a's last batch ripened by its round. */
+		struct marker_copies *mc = calloc(1, sizeof(*mc));
+		struct kv_txn *tx = kv_txn_new();
+
+		assert_non_null(mc);
+		assert_non_null(tx);
+		assert_int_equal(meta_marker_list(t.f->kv, t.f->o.cls, EFX_STAR, t.f->row.epoch,
+						  copy_marker_fn, mc), 0);
+		assert_int_equal(mc->n, 4);
+		mc->m[3].streams[0].ripe_ns = mc->m[3].ripe_ns = now - 1;
+		mc->m[3].crossed = 1;
+		assert_int_equal(meta_marker_txn_put(tx, &mc->m[3]), 0);
+		assert_int_equal(kv_txn_commit(t.f->kv, tx, NULL), 0);
+		kv_txn_free(tx);
+		for (unsigned i = 0; i < mc->n; i++)
+			meta_marker_clear(&mc->m[i]);
+		free(mc);
+	}
+	before = efx_kv_dump_space(t.f->kv, "mrk", false);
+	t.cfg.trigger_bytes = 1200;
+	assert_int_equal(settle_now(&t, now), 1);
+	expect_settled(t.f, a->id, 3, 1200, NULL);
+	assert_int_equal(span_refs(t.f, b->id), 1);
+	assert_int_equal(count_markers(t.f), 1);
+	after = efx_kv_dump_space(t.f->kv, "mrk", false);
+	assert_non_null(strstr(before, after)); /* b's marker, unchanged */
+	free(before);
+	free(after);
+	assert_int_equal(settle_now(&t, now), 0);
+	st_stop(&t);
+}
+
+
+/* A failing era backs off (issue 11 item 4): 1 s, doubling, capped at
+ * 60 s; a pass that does not fail ends it. */
+static void test_settle_backoff(void **state)
+{
+	struct settle_backoff b = { 0 };
+	uint64_t t = 1000 * NV_NS_PER_S, want = SETTLE_BACKOFF_MIN_NS;
+
+	(void)state;
+	assert_true(settle_backoff_ready(&b, t));
+	for (int i = 1; i <= 10; i++) {
+		settle_backoff_note(&b, -EIO, t);
+		assert_int_equal(b.failures, i);
+		assert_int_equal(b.last_err, -EIO);
+		assert_int_equal(b.next_ns, t + want);
+		assert_false(settle_backoff_ready(&b, t + want - 1));
+		assert_true(settle_backoff_ready(&b, t + want));
+		t += want;
+		want = want * 2 > SETTLE_BACKOFF_MAX_NS ? SETTLE_BACKOFF_MAX_NS : want * 2;
+	}
+	assert_int_equal(b.next_ns - (t - SETTLE_BACKOFF_MAX_NS), SETTLE_BACKOFF_MAX_NS);
+	settle_backoff_note(&b, 0, t);
+	assert_int_equal(b.failures, 0);
+	assert_true(settle_backoff_ready(&b, t));
+	settle_backoff_note(&b, 1, t);
+	assert_true(settle_backoff_ready(&b, t));
+}
+
+
+/* The settle frontier (DESIGN.md section 4 invariant 6; issue 11 item
+ * 12), checked after every era over rounds of settling beside a residue
+ * stream: it only advances; no marker stands below it; no span ref of
+ * any stream names a slot below it (everything there is settled, so no
+ * settle actor has anything left to write there). */
+struct frontier_check {
+	uint64_t front;
+	int bad;
+};
+
+static int below_front_marker(void *arg, const struct meta_marker *m)
+{
+	struct frontier_check *fc = arg;
+
+	fc->bad += m->first_slot < fc->front;
+	return 0;
+}
+
+static int below_front_ref(void *arg, const struct meta_ref *r)
+{
+	struct frontier_check *fc = arg;
+
+	for (uint32_t i = 0; r->kind == META_REF_SPAN && i < r->nslots; i++)
+		fc->bad += r->slots[i].slot < fc->front;
+	return 0;
+}
+
+static uint64_t expect_frontier(struct st *t, uint64_t was, const uint64_t *ids, unsigned n)
+{
+	struct frontier_check fc = { 0 };
+	struct meta_cursors cur;
+
+	assert_int_equal(meta_cursors_get(t->f->kv, t->f->o.cls, EFX_STAR, t->f->row.epoch, &cur,
+					  NULL), 0);
+	assert_true(cur.settle_frontier >= was);
+	fc.front = cur.settle_frontier;
+	assert_int_equal(meta_marker_list(t->f->kv, t->f->o.cls, EFX_STAR, t->f->row.epoch,
+					  below_front_marker, &fc), 0);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(meta_ref_list(t->f->kv, ids[i], 0, 0, below_front_ref, &fc), 0);
+	assert_int_equal(fc.bad, 0);
+	return cur.settle_frontier;
+}
+
+static void test_settle_frontier_pinned(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	uint64_t ids[2], front = 0, now = nv_now_wall_ns();
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	ids[0] = a->id;
+	ids[1] = b->id;
+	t.cfg.trigger_bytes = 1000;
+	efx_write_absorb(t.f, a, 0, 2, 600);
+	efx_write_absorb(t.f, b, 0, 1, 100); /* residue: holds the frontier */
+	efx_write_absorb(t.f, a, 2, 2, 600);
+	set_ripe(t.f, a->id, now - 1, 1);
+	set_ripe(t.f, b->id, now + 3600 * NV_NS_PER_S, 0);
+	for (int round = 0; round < 3; round++) {
+		while (settle_now(&t, now) == 1)
+			;
+		front = expect_frontier(&t, front, ids, 2);
+		efx_write_absorb(t.f, a, 4 + 2 * (uint64_t)round, 2, 600);
+		set_ripe(t.f, a->id, now - 1, 1);
+	}
+	assert_int_equal(front, 2); /* b's marker */
+	/* b reaches its cap: everything settles, the frontier passes it. */
+	now = nv_now_wall_ns() + NV_NS_PER_S;
+	set_ripe(t.f, b->id, now - 1, 0);
+	t.cfg.age_cap_ns[t.f->o.cls] = 1;
+	while (settle_now(&t, now) == 1)
+		;
+	front = expect_frontier(&t, front, ids, 2);
+	assert_int_equal(front, efx_chain_row(t.f).checkpoint);
+	assert_int_equal(count_markers(t.f), 0);
+	st_stop(&t);
+}
+
+
+/* A window needing more objects than a catalog row holds (issue 11 item
+ * 10) settles over two eras: the first row takes META_REF_OBJS_MAX
+ * objects and ends at a span ref's end, the rest (its markers kept)
+ * becomes a second row; every record is there once. */
+struct cat_sum {
+	unsigned rows, spans;
+	uint64_t objs, next_seq;
+	int gap;
+};
+
+static int cat_sum_fn(void *arg, const struct meta_ref *r)
+{
+	struct cat_sum *c = arg;
+
+	if (r->kind == META_REF_CATALOG) {
+		c->rows++;
+		c->objs += r->nobjs;
+	} else {
+		c->spans++;
+	}
+	c->gap |= r->first_seq != c->next_seq;
+	c->next_seq = r->end_seq;
+	return 0;
+}
+
+static void test_settle_window_over_row_cap(void **state)
+{
+	struct st t;
+	struct nv_stream *a;
+	struct cat_sum cs = { 0 };
+	const unsigned n = META_REF_OBJS_MAX + 6;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, n, 20);
+	t.cfg.output_cap_bytes = 1; /* one object per chunk (per record here) */
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	assert_int_equal(meta_ref_list(t.f->kv, a->id, 0, 0, cat_sum_fn, &cs), 0);
+	assert_int_equal(cs.rows, 1);
+	assert_int_equal(cs.objs, META_REF_OBJS_MAX);
+	assert_int_equal(cs.spans, 6);
+	assert_int_equal(count_markers(t.f), 6);
+	while (settle_now(&t, NOW_RETRY) == 1)
+		;
+	memset(&cs, 0, sizeof(cs));
+	assert_int_equal(meta_ref_list(t.f->kv, a->id, 0, 0, cat_sum_fn, &cs), 0);
+	assert_int_equal(cs.rows, 2);
+	assert_int_equal(cs.objs, n);
+	assert_int_equal(cs.spans, 0);
+	assert_int_equal(cs.gap, 0);
+	assert_int_equal(cs.next_seq, n);
+	assert_int_equal(count_markers(t.f), 0);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -808,13 +1175,19 @@ int main(void)
 		T(test_settle_chain_whole),
 		T(test_settle_tail_extension),
 		T(test_settle_publish_adopts),
-		T(test_settle_publish_replaces_stale),
+		T(test_settle_publish_keeps_shorter),
 		T(test_settle_commit_cas),
 		T(test_settle_job_states),
 		T(test_settle_crash_after_publish),
 		T(test_settle_crash_after_commit),
 		T(test_settle_crash_before_resolve),
 		T(test_settle_resume_phases),
+		T(test_settle_era_skips_waiting),
+		T(test_settle_warm_only_qualifying),
+		T(test_settle_era_takes_earlier_batches),
+		cmocka_unit_test(test_settle_backoff),
+		T(test_settle_frontier_pinned),
+		T(test_settle_window_over_row_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

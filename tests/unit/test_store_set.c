@@ -311,6 +311,63 @@ static void test_fault_spec_strict(void **state)
 	}
 }
 
+/* The router (issue 11 items 6, 8): one delete request per member for a
+ * batch of keys of both classes (not one per key), and a server-side
+ * copy only from a source in the upload's own member (an express slot is
+ * read and uploaded instead: -ENOTSUP tells the caller). */
+static void test_route_batches_and_copies(void **state)
+{
+	struct fx *f = *state;
+	char path[128];
+	struct store *std, *xp, *r;
+	struct store_stats a, b;
+	const char *keys[6] = {
+		"chains/standard/s/1/0", "chains/express/s/1/0", "chains/standard/s/1/1",
+		"chains/express/s/1/1", "chains/standard/s/1/2", "chains/express/s/1/2",
+	};
+	struct store_mpu *mpu;
+	uint64_t size;
+	char *big = malloc(6u << 20);
+
+	assert_non_null(big);
+	memset(big, 'x', 6u << 20);
+	snprintf(path, sizeof(path), "dir:%s/std", f->root);
+	assert_int_equal(store_open(path, &std), 0);
+	snprintf(path, sizeof(path), "dir:%s/xp", f->root);
+	assert_int_equal(store_open(path, &xp), 0);
+	assert_int_equal(store_route_new(std, xp, &r), 0);
+	for (int i = 0; i < 6; i++) {
+		struct iovec iov = { big, 6u << 20 };
+
+		assert_int_equal(store_put(r, keys[i], &iov, 1, 0), 0);
+	}
+	assert_int_equal(store_head(xp, keys[1], &size), 0);
+	assert_int_equal(store_head(std, keys[0], &size), 0);
+
+	assert_int_equal(store_mpu_create(r, "streams/b/1/0", &mpu), 0);
+	assert_int_equal(store_mpu_copy_part(mpu, 1, keys[1], 0, 5u << 20), -ENOTSUP);
+	assert_int_equal(store_mpu_copy_part(mpu, 1, keys[0], 0, 5u << 20), 0);
+	assert_int_equal(store_mpu_complete(mpu, STORE_CREATE_ONCE), 0);
+	assert_int_equal(store_head(std, "streams/b/1/0", &size), 0);
+	assert_int_equal(size, 5u << 20);
+
+	store_get_stats(std, &a);
+	store_get_stats(xp, &b);
+	assert_int_equal(store_delete(r, keys, 6), 0);
+	{
+		struct store_stats a2, b2;
+
+		store_get_stats(std, &a2);
+		store_get_stats(xp, &b2);
+		assert_int_equal(a2.deletes - a.deletes, 1);
+		assert_int_equal(b2.deletes - b.deletes, 1);
+	}
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(store_head(r, keys[i], &size), -ENOENT);
+	store_close(r);
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +380,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_set_all_zones_fail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fault_spec_strict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_set_read_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_route_batches_and_copies, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,7 +55,7 @@ static void tt_settle(struct tt *t, uint64_t now)
 {
 	struct meta_chain c = efx_chain_row(t->f);
 
-	assert_int_equal(settle_chain(&t->scfg, &c, now), 1);
+	assert_int_equal(settle_chain(&t->scfg, &c, now, NULL), 1);
 }
 
 /* Every absorbed marker ripe, no age cap reached (efx_settle_cfg()). */
@@ -183,6 +183,41 @@ static void test_trim_check_window_and_grace(void **state)
 	fetch_cache_free(t.fc);
 }
 
+static bool always(void *arg)
+{
+	(void)arg;
+	return true;
+}
+
+/* Trim-check stops when the star stops (issue 11 item 8): with the
+ * cancel hook true, slot deletion gives up before a request
+ * (-ESHUTDOWN), leaves the cursors as they were, and the next run
+ * deletes. */
+static void test_trim_stops_with_the_star(void **state)
+{
+	struct tt t;
+	struct nv_stream *a;
+	uint64_t t0 = 1000 * NV_NS_PER_S;
+
+	tt_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 3, 1000);
+	tt_settle(&t, soon());
+	assert_int_equal(tt_trim(&t, t0), 1); /* the grace starts */
+	expect_cursors(&t, 0, 3, 3);
+	t.cfg.cancelled = always;
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(tt_trim(&t, t0 + GRACE), -ESHUTDOWN);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_DEL, NULL), 0);
+	expect_cursors(&t, 0, 3, 3);
+	assert_true(slot_exists(&t, 0));
+	t.cfg.cancelled = NULL;
+	assert_int_equal(tt_trim(&t, t0 + GRACE), 1);
+	expect_cursors(&t, 3, 3, 3);
+	assert_false(slot_exists(&t, 0));
+	fetch_cache_free(t.fc);
+}
+
 /* ===================================================== reclamation */
 
 /* A trimmed stream's span refs wholly below the trim point go with their
@@ -267,6 +302,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_trim_check_window_and_grace),
+		T(test_trim_stops_with_the_star),
 		T(test_trim_reclaims_span_refs),
 		T(test_trim_reclaims_settled_objects),
 	};
