@@ -1357,8 +1357,8 @@ static void test_absorb_recover_class_policy(void **state)
 	const uint64_t linger = 7 * NV_NS_PER_S, xcap = 120 * NV_NS_PER_S;
 
 	assert_non_null(ml);
-	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "hot", NV_CLASS_EXPRESS, 1, &hot), 0);
-	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "slow", NV_CLASS_EXPRESS, 1, &slow),
+	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "hot", NV_CLASS_EXPRESS, 1, NULL, &hot), 0);
+	assert_int_equal(meta_stream_create(f->kv, EFX_BUCKET, "slow", NV_CLASS_EXPRESS, 1, NULL, &slow),
 			 0);
 	rc.policy[NV_CLASS_STANDARD] = (struct absorb_policy){ .age_cap_ns = AGE_CAP };
 	rc.policy[NV_CLASS_EXPRESS] = (struct absorb_policy){
