@@ -24,6 +24,7 @@ struct fs_cfg {
 	uid_t uid;            /* owner shown for every node */
 	gid_t gid;
 	const char *data_dir; /* for statfs; copied */
+	const char *durable;  /* -o durable=write|fsync (fs/handle.h); NULL: write */
 };
 
 #endif

@@ -709,6 +709,7 @@ static void xattr_query(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	if (!n)
 		return; /* replied ESTALE */
 	xattr_target(n, &t);
+	t.durable_default = fs->durable;
 	nv_buf_init(&v, name ? XATTR_VALUE_CAP : XATTR_LIST_CAP);
 	rc = name ? fs_xattr_get(fs->star, &t, name, &v) : fs_xattr_list(&t, &v);
 	if (rc)
@@ -743,6 +744,7 @@ void fs_ns_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		return;
 	}
 	xattr_target(n, &t);
+	t.durable_default = fs->durable;
 	rc = fs_xattr_set(fs->star, &t, name, value, size);
 	if (!rc && fs->se && n->kind == FS_NODE_STREAM && !strcmp(name, "user.nova.trim"))
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0); /* the hole reads as zeros */
