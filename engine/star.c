@@ -195,8 +195,9 @@ static int start_class(struct star *st, unsigned cls)
 	rc = chain_new(&cc, &st->chains[cls]);
 	if (rc)
 		return rc;
-	nv_log(NV_INFO, NV_SUB_MAIN, "star %s: %s chain epoch %llu started", st->id,
-	       nv_class_name(cls), (unsigned long long)row.epoch);
+	nv_log(NV_INFO, NV_SUB_MAIN, "star %s: %s chain epoch %llu started (linger %llu us)",
+	       st->id, nv_class_name(cls), (unsigned long long)row.epoch,
+	       (unsigned long long)(cc.linger_ns / NV_NS_PER_US));
 	return 0;
 }
 
