@@ -24,8 +24,8 @@
  * user.nova.durable) it is answered at admission and counted in the
  * handle's pending appends; fsync() and flush() (every close()) are
  * parked on the handle (f->waiters) and answered by the ack that brings
- * pending to zero (async_done()), with the first failed ack's errno since
- * the last one reported.  Readers see only acked bytes either way: the
+ * pending to zero (async_done(), pending_done()), with the first failed
+ * ack's errno since the last one reported.  Readers see only acked bytes either way: the
  * engine moves st_size at acknowledgement.
  *
  * Locking: f->lock guards pending, err and waiters.  It is taken inside
