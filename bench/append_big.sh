@@ -12,13 +12,18 @@
 #   C  (LOCAL_DSYNC=1) dd if=SRC of=LOCAL bs=1M count=SIZE_MB oflag=dsync
 #      (each 1 MiB write durable on return, like novafs; a reference only,
 #      the issue's target is against B)
+#   F  (NOVA_FSYNC=1) like A into a stream set to user.nova.durable=fsync
+#      first: write() returns at admission, dd's close when all is durable
+#      (the bulk-load contract; timed until dd exits, i.e. until durable)
+# The daemon's CPU (utime+stime) is reported per appended GiB
+# (nova_cpu_s_per_gib, nova_fsync_cpu_s_per_gib) beside the throughput.
 # Time is wall time around dd ($EPOCHREALTIME).  MB/s is 10^6 bytes/s.
 # Between runs: wait for the absorb to catch up (frontier == seq), sync,
 # SETTLE_S seconds of quiet.  novafs compresses a chunk with zstd when that
 # pays: zeros compress, random bytes do not.
 #
 # Environment: SIZE_MB (1024), REPS (3), SRCS ("zero random"), BS_MB (1),
-# LOCAL_DSYNC (1),
+# LOCAL_DSYNC (1), NOVA_FSYNC (1),
 # SETTLE_S (1), plus the common ones of bench/lib.sh (NOVA_OPTS, PROFILE...).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -28,6 +33,7 @@ set -euo pipefail
 : "${SRCS:=zero random}"
 : "${BS_MB:=1}"
 : "${LOCAL_DSYNC:=1}"
+: "${NOVA_FSYNC:=1}"
 count=$((SIZE_MB / BS_MB))
 bytes=$((count * BS_MB * 1048576))
 
@@ -52,9 +58,15 @@ nova_start
 mkdir "$MNT/big"
 settle
 
-# run_nova SRC TAG: one novafs dd; prints seconds and CPU use.
+# run_nova SRC TAG [DURABLE]: one novafs dd into a fresh stream (its
+# user.nova.durable set to DURABLE first, if given); prints seconds and CPU
+# use, with the daemon's CPU seconds per GiB appended.
 run_nova() {
-	local f="$MNT/big/$2" t0 t1 c0 c1
+	local f="$MNT/big/$2" t0 t1 c0 c1 cpu
+	if [ -n "${3:-}" ]; then
+		: > "$f"
+		setfattr -n user.nova.durable -v "$3" "$f"
+	fi
 	c0=$(cpu_snap)
 	t0=$(now)
 	dd if="$(src_path "$1")" of="$f" bs=${BS_MB}M count=$count oflag=append conv=notrunc \
@@ -62,7 +74,8 @@ run_nova() {
 	t1=$(now)
 	c1=$(cpu_snap)
 	[ "$(stat -c %s "$f")" = "$bytes" ] || die "$f: size $(stat -c %s "$f"), expected $bytes"
-	echo "$(calc "$t1 - $t0") $(cpu_delta "$c0" "$c1")"
+	cpu=$(cpu_delta "$c0" "$c1")
+	echo "$(calc "$t1 - $t0") $cpu cpu_s_per_gib=$(calc "$(kv daemon_cores "$cpu") * ($t1 - $t0) * 1073741824 / $bytes")"
 	nova_wait_absorbed "$f"
 }
 
@@ -85,9 +98,10 @@ run_local() {
 # kv KEY LINE: the value of KEY=... in a key=value line.
 kv() { tr ' ' '\n' <<< "$2" | awk -F= -v k="$1" '$1 == k { print $2 }'; }
 
-declare -A NOVA LOCAL RATIO LDS RDS NCORES
+declare -A NOVA LOCAL RATIO LDS RDS NCORES NGIB FS FSR FSGIB
 TARGETS="nova local"
 [ "$LOCAL_DSYNC" = 1 ] && TARGETS="$TARGETS dsync"
+[ "$NOVA_FSYNC" = 1 ] && TARGETS="$TARGETS fsync"
 # rotate WORDS N: the words rotated left by N.
 rotate() {
 	local -a w
@@ -116,6 +130,10 @@ for rep in $(seq 1 "$REPS"); do
 				read -r c ccpu <<< "$(run_local "$src" oflag=dsync)"
 				ccpu=$(prefix local_dsync "$ccpu")
 				;;
+			fsync)
+				read -r e ecpu <<< "$(run_nova "$src" "$src-$rep-fsync" fsync)"
+				ecpu=$(prefix nova_fsync "$ecpu")
+				;;
 			esac
 			settle
 		done
@@ -127,6 +145,14 @@ for rep in $(seq 1 "$REPS"); do
 		LOCAL[$src]+="$bm "
 		RATIO[$src]+="$r "
 		NCORES[$src]+="$(kv nova_daemon_cores "$acpu") "
+		NGIB[$src]+="$(kv nova_cpu_s_per_gib "$acpu") "
+		if [ "$NOVA_FSYNC" = 1 ]; then
+			em=$(calc "$bytes / $e / 1e6")
+			result "src=$src rep=$rep size_mib=$SIZE_MB bs_mib=$BS_MB nova_fsync_s=$e nova_fsync_mbps=$em fsync_ratio_vs_local=$(calc "$em / $bm") $ecpu"
+			FS[$src]+="$em "
+			FSR[$src]+="$(calc "$em / $bm") "
+			FSGIB[$src]+="$(kv nova_fsync_cpu_s_per_gib "$ecpu") "
+		fi
 		if [ "$LOCAL_DSYNC" = 1 ]; then
 			cm=$(calc "$bytes / $c / 1e6")
 			rc=$(calc "$am / $cm")
@@ -165,6 +191,12 @@ if [ "$LOCAL_DSYNC" = 1 ]; then
 fi
 for src in $SRCS; do
 	# shellcheck disable=SC2086
-	printf '%-8s novafs daemon CPU during dd: %s cores\n' "$src" "$(summary ${NCORES[$src]})"
+	printf '%-8s novafs daemon CPU during dd: %s cores, %s s per GiB\n' "$src" \
+		"$(summary ${NCORES[$src]})" "$(summary ${NGIB[$src]})"
+	if [ "$NOVA_FSYNC" = 1 ]; then
+		# shellcheck disable=SC2086
+		printf '%-8s durable=fsync: %s MB/s, %s x local_fsync, %s CPU s per GiB\n' "$src" \
+			"$(summary ${FS[$src]})" "$(summary ${FSR[$src]})" "$(summary ${FSGIB[$src]})"
+	fi
 done
 nova_stop

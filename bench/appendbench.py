@@ -16,6 +16,10 @@ Records are random bytes (per-writer buffer, sliding offset) so novafs's
 zstd does not shrink them.  Prints one line of key=value: appends/s over the
 measured window, latency percentiles in microseconds, per-writer min/max
 counts, and a size check (bytes the files grew == records * size).
+
+--interval-ms M paces each writer: one record every M ms (writer i offset
+by i*M/N ms, so the writers do not tick together), a trickle instead of a
+closed loop; latency is still per write.
 """
 import argparse
 import array
@@ -25,6 +29,8 @@ import sys
 import time
 
 CLOCK = time.CLOCK_MONOTONIC
+INTERVAL_NS = 0  # --interval-ms, set before the writers fork
+WRITERS = 1      # --writers, likewise
 
 
 def now_ns():
@@ -56,12 +62,22 @@ def run_writer(idx, path, flags, size, t_start, warmup_ns, dur_ns, count, conn):
     t_end = t_meas + dur_ns
     mv = memoryview(pool)
     write = os.write
+    tick = [t_start + (idx * INTERVAL_NS) // WRITERS]
+
+    def pace():
+        if not INTERVAL_NS:
+            return
+        tick[0] += INTERVAL_NS
+        d = tick[0] - now_ns()
+        if d > 0:
+            time.sleep(d / 1e9)
     # Warm-up (not counted in latency; counted in the size check).
     t = now_ns()
     while t < t_meas:
         write(fd, mv[off:off + size])
         off = (off + 4099) % (size * 64)
         total += 1
+        pace()
         t = now_ns()
     n = 0
     last = t
@@ -77,6 +93,8 @@ def run_writer(idx, path, flags, size, t_start, warmup_ns, dur_ns, count, conn):
         n += 1
         total += 1
         last = t
+        pace()
+        t = now_ns()
     os.close(fd)
     conn.send((idx, t_meas, last, n, total, lat.tobytes()))
     conn.close()
@@ -100,7 +118,12 @@ def main():
     ap.add_argument("--warmup", type=float, default=0.5)
     ap.add_argument("--dsync", action="store_true", help="open with O_DSYNC (local files)")
     ap.add_argument("--lat-out", help="write all latencies (ns, one per line) here")
+    ap.add_argument("--interval-ms", type=float, default=0.0,
+                    help="one record per writer every this many ms (0: back to back)")
     a = ap.parse_args()
+    global INTERVAL_NS, WRITERS
+    INTERVAL_NS = int(a.interval_ms * 1e6)
+    WRITERS = max(1, a.writers)
 
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     if a.dsync:

@@ -24,6 +24,8 @@
 #            settle_trigger_mib=8,settle_linger_s=0,read_grace_s=0 and left
 #            until user.nova.settled == seq and the retired slots are gone:
 #            per-stream settled objects, the steady state of old data
+# The daemon's CPU (utime+stime) during each read is also reported per
+# read GiB (nova_cpu_s_per_gib).
 # Only the read is timed (wall time, $EPOCHREALTIME); MB/s is 10^6 bytes/s.
 # VERIFY=1 compares the stream with the local file once per phase.
 #
@@ -182,6 +184,9 @@ for rep in $(seq 1 "$REPS"); do
 			add "local-$phase-$kind" "$bm"
 			add "ratio-$phase-$kind" "$r"
 			add "dcores-$phase-$kind" "$(kv nova_daemon_cores "$acpu")"
+			gib=$(calc "$(kv nova_daemon_cores "$acpu") * $a * 1073741824 / $bytes")
+			result "phase=$phase kind=$kind rep=$rep nova_cpu_s_per_gib=$gib"
+			add "dgib-$phase-$kind" "$gib"
 			settle
 		done
 	done
@@ -220,8 +225,9 @@ done
 	done
 	for phase in $PHASES; do
 		for kind in $KINDS; do
-			printf '%-8s %-8s novafs daemon CPU during the read: %s cores\n' "$phase" "$kind" \
-				"$(summary ${R[dcores-$phase-$kind]})"
+			printf '%-8s %-8s novafs daemon CPU during the read: %s cores, %s s per GiB\n' \
+				"$phase" "$kind" "$(summary ${R[dcores-$phase-$kind]})" \
+				"$(summary ${R[dgib-$phase-$kind]})"
 		done
 	done
 }

@@ -140,6 +140,13 @@ static void on_halted(void *arg, unsigned cls, uint64_t epoch, int err)
 		auditor_report_halt(st->auditor, cls, epoch);
 }
 
+uint64_t star_class_linger_ns(const struct star_cfg *cfg, unsigned cls)
+{
+	if (cls < NV_CLASS_COUNT && cfg->linger_class_ns[cls] >= 0)
+		return (uint64_t)cfg->linger_class_ns[cls];
+	return cfg->linger_ns;
+}
+
 static int start_class(struct star *st, unsigned cls)
 {
 	struct meta_chain row;
@@ -187,7 +194,7 @@ static int start_class(struct star *st, unsigned cls)
 	cc.first_slot = 0;
 	cc.put_window = st->cfg.put_window;
 	cc.flight_max = st->cfg.flight_max;
-	cc.linger_ns = st->cfg.linger_ns;
+	cc.linger_ns = star_class_linger_ns(&st->cfg, cls);
 	cc.put_timeout_ns = st->cfg.put_timeout_ns;
 	cc.enc.chunk_target = (size_t)st->cfg.chunk_kib << 10;
 	cc.enc.zstd_level = st->cfg.zstd_level;
@@ -204,8 +211,9 @@ static int start_class(struct star *st, unsigned cls)
 	rc = chain_new(&cc, &st->chains[cls]);
 	if (rc)
 		return rc;
-	nv_log(NV_INFO, NV_SUB_MAIN, "star %s: %s chain epoch %llu started", st->id,
-	       nv_class_name(cls), (unsigned long long)row.epoch);
+	nv_log(NV_INFO, NV_SUB_MAIN, "star %s: %s chain epoch %llu started (linger %llu us)",
+	       st->id, nv_class_name(cls), (unsigned long long)row.epoch,
+	       (unsigned long long)(cc.linger_ns / NV_NS_PER_US));
 	return 0;
 }
 

@@ -95,6 +95,9 @@ struct star_cfg {
 	uint64_t read_cache_bytes;
 	uint64_t flight_max;
 	uint64_t linger_ns;
+	/* Per class (by nv class number): the chain's linger; < 0 means
+	 * linger_ns (star_class_linger_ns()). */
+	int64_t linger_class_ns[NV_CLASS_COUNT];
 	uint64_t put_timeout_ns;
 	unsigned put_window;
 	unsigned chunk_kib;
@@ -117,6 +120,10 @@ struct star_cfg {
 	void (*acked)(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
 	void *acked_arg;
 };
+
+/* The linger of class cls's chain under cfg (borrowed): its own
+ * linger_class_ns when set (>= 0), else linger_ns. */
+uint64_t star_class_linger_ns(const struct star_cfg *cfg, unsigned cls);
 
 /* Open and start.  0 and *out; -EBUSY (another star holds DATA_DIR),
  * -EIO (recovery could not settle an epoch: see the log), or the error

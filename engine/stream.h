@@ -76,8 +76,12 @@ struct nv_stream {
 	uint8_t cls;     /* lock; changes only while the stream is empty */
 	bool deleted;    /* lock */
 
-	/* Admission: protected by the lock of the chain of class cls. */
-	uint64_t next_seq, next_byte;
+	/* Admission: protected by the lock of the chain of class cls.
+	 * next_byte (the admitted end) is also an atomic, stored only under
+	 * that lock, so fs/ can check an append's offset against it without
+	 * the lock (stream_admitted_byte()). */
+	uint64_t next_seq;
+	_Atomic uint64_t next_byte;
 	uint64_t last_ts;         /* timestamps are non-decreasing */
 	uint64_t open_flight_gen; /* generation of the open flight holding open_run */
 	uint32_t open_run;        /* index of this stream's run in that flight */
@@ -163,6 +167,13 @@ int stream_pend_find_seq(const struct nv_stream *s, uint64_t seq, struct stream_
 static inline uint64_t stream_acked_byte(const struct nv_stream *s)
 {
 	return atomic_load_explicit(&s->acked_byte, memory_order_acquire);
+}
+
+/* Where the next admitted record starts: the acked end plus every byte
+ * admitted and not yet acked (durable=fsync writers run ahead of acks). */
+static inline uint64_t stream_admitted_byte(const struct nv_stream *s)
+{
+	return atomic_load_explicit(&s->next_byte, memory_order_acquire);
 }
 
 #endif

@@ -24,6 +24,7 @@ struct fs_cfg {
 	uid_t uid;            /* owner of the root (buckets and streams: their rows) */
 	gid_t gid;
 	const char *data_dir; /* for statfs; copied */
+	const char *durable;  /* -o durable=write|fsync (fs/handle.h); NULL: write */
 };
 
 #endif

@@ -18,11 +18,30 @@
  * page holding the old end of a stream that was read through the cache
  * (fs_file_acked()).
  *
+ * Durability (fs/handle.h enum fs_durable): under durable=write a write
+ * is answered from its acknowledgement (write_done()).  Under
+ * durable=fsync (the mount's -o durable=, or the stream's
+ * user.nova.durable) it is answered at admission and counted in the
+ * handle's pending appends; fsync() and flush() (every close()) are
+ * parked on the handle (f->waiters) and answered by the ack that brings
+ * pending to zero (async_done(), pending_done()), with the first failed
+ * ack's errno since the last one reported.  Readers see only acked bytes either way: the
+ * engine moves st_size at acknowledgement.
+ *
+ * Locking: f->lock guards pending, err and waiters.  It is taken inside
+ * an ack callback (no engine lock held then, chain.h) and never held
+ * while calling the engine or replying.
+ *
  * Invariants:
- *  1. A handle holds one stream reference from open to release (or to the
- *     interrupted open reply that the kernel will never release).
- *  2. A write is answered from its acknowledgement (write_done()), never
+ *  1. A handle holds one stream reference from open until its last
+ *     reference goes (file_put()): the handle's own, dropped at release
+ *     (or at the interrupted open reply that the kernel will never
+ *     release), and one per pending durable=fsync append.
+ *  2. A durable=write append is answered from its acknowledgement, never
  *     before: exactly one reply, from whichever thread acks.
+ *  3. A parked fsync/flush is answered exactly once, when pending is 0,
+ *     and never before every append the handle admitted before it has
+ *     been acked or failed.
  */
 #include "config.h"
 #include "fs/file.h"
@@ -30,6 +49,7 @@
 #include "fs/session.h"
 #include "src/base/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
@@ -40,11 +60,22 @@
 #include <string.h>
 #include <unistd.h>
 
-/* nv_stream.user_flags bit: read through the page cache since the last
- * invalidation of its end page. */
+/* nv_stream.user_flags bits (bits 1-2 are the durable override,
+ * fs/handle.h).  SF_CACHED: read through the page cache since the last
+ * invalidation of its end page.  SF_AHEAD: a durable=fsync write was
+ * answered before its ack, so the kernel's size may have run ahead of the
+ * acked end, and a reader's short read below it may have cached a page
+ * of zeros and shrunk the size (fs_file_acked()); sticky while loaded. */
 #define SF_CACHED 1u
+#define SF_AHEAD 8u
 
 /* ------------------------------------------------------------ handles */
+
+/* A flush or fsync request waiting for the handle's pending appends. */
+struct file_waiter {
+	fuse_req_t req;
+	struct file_waiter *next;
+};
 
 struct fs_file {
 	int kind;                 /* FS_FILE_PLAIN: must stay first (fs/handle.h) */
@@ -52,6 +83,11 @@ struct fs_file {
 	struct reader *reader;    /* NULL: write-only, or ENOMEM */
 	bool direct;
 	bool writable;
+	atomic_int refs;          /* invariant 1 */
+	pthread_mutex_t lock;
+	unsigned pending;         /* lock: durable=fsync appends not yet acked */
+	int err;                  /* lock: first failed ack not yet reported (-errno) */
+	struct file_waiter *waiters; /* lock */
 };
 
 int fs_file_open_node(struct nova_fs *fs, struct fs_node *n, struct fuse_file_info *fi)
@@ -67,6 +103,8 @@ int fs_file_open_node(struct nova_fs *fs, struct fs_node *n, struct fuse_file_in
 	if (!f)
 		return -ENOMEM;
 	f->kind = FS_FILE_PLAIN;
+	atomic_init(&f->refs, 1);
+	pthread_mutex_init(&f->lock, NULL);
 	stream_get(n->stream);
 	f->stream = n->stream;
 	f->writable = acc == O_WRONLY || acc == O_RDWR;
@@ -79,13 +117,20 @@ int fs_file_open_node(struct nova_fs *fs, struct fs_node *n, struct fuse_file_in
 	return 0;
 }
 
-void fs_file_discard(struct fuse_file_info *fi)
+static void file_put(struct fs_file *f)
 {
-	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
-
+	if (atomic_fetch_sub(&f->refs, 1) != 1)
+		return;
+	assert(!f->pending && !f->waiters);
 	reader_free(f->reader);
 	stream_put(f->stream);
+	pthread_mutex_destroy(&f->lock);
 	free(f);
+}
+
+void fs_file_discard(struct fuse_file_info *fi)
+{
+	file_put((struct fs_file *)(uintptr_t)fi->fh);
 }
 
 void fs_file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -134,15 +179,48 @@ void fs_file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-/* Every acknowledged write is already durable: nothing to flush. */
+/* flush (every close()) and fsync: answered once every append the handle
+ * admitted is acked (invariant 3); a durable=write append is acked before
+ * its write() returns, so then at once. */
+static void file_sync(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	struct file_waiter *w;
+	int err;
+
+	if (fs_handle_kind(fi) != FS_FILE_PLAIN) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	w = malloc(sizeof(*w));
+	pthread_mutex_lock(&f->lock);
+	if (f->pending && w) {
+		w->req = req;
+		w->next = f->waiters;
+		f->waiters = w;
+		pthread_mutex_unlock(&f->lock);
+		return; /* answered by async_done() */
+	}
+	if (f->pending) {
+		pthread_mutex_unlock(&f->lock);
+		fuse_reply_err(req, ENOMEM); /* could not wait: not durable yet */
+		return;
+	}
+	err = f->err;
+	f->err = 0;
+	pthread_mutex_unlock(&f->lock);
+	free(w);
+	fuse_reply_err(req, nova_fs_errno(err));
+}
+
 void fs_file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, 0);
+	file_sync(req, fi);
 }
 
 void fs_file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, 0);
+	file_sync(req, fi);
 }
 
 /* ------------------------------------------------------------ reads and appends */
@@ -204,7 +282,8 @@ void fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 struct write_op {
-	fuse_req_t req;
+	fuse_req_t req;     /* durable=write: answered at the ack */
+	struct fs_file *f;  /* durable=fsync: a handle reference (invariant 1) */
 	size_t size;
 };
 
@@ -217,6 +296,78 @@ static void write_done(void *arg, int err)
 	else
 		fuse_reply_write(w->req, w->size);
 	free(w);
+}
+
+/* One pending append of f is over (err: its failed ack, or 0): the last
+ * one answers the parked fsync/flush requests (invariant 3) and drops
+ * the append's handle reference. */
+static void pending_done(struct fs_file *f, int err)
+{
+	struct file_waiter *ws = NULL;
+	int report = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (err && !f->err)
+		f->err = err;
+	if (--f->pending == 0 && f->waiters) {
+		ws = f->waiters;
+		f->waiters = NULL;
+		report = f->err;
+		f->err = 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	while (ws) {
+		struct file_waiter *next = ws->next;
+
+		fuse_reply_err(ws->req, nova_fs_errno(report));
+		free(ws);
+		ws = next;
+	}
+	file_put(f);
+}
+
+/* The ack of a durable=fsync append. */
+static void async_done(void *arg, int err)
+{
+	struct write_op *w = arg;
+
+	if (err)
+		nv_log(NV_ERR, NV_SUB_FS, "%s/%s: a %zu-byte append written with durable=fsync "
+		       "failed: %s; the next fsync or close reports it", w->f->stream->bucket,
+		       w->f->stream->name, w->size, strerror(-err));
+	pending_done(w->f, err);
+	free(w);
+}
+
+/* The mode of the next append through f (fs/handle.h). */
+static bool append_async(struct nova_fs *fs, struct fs_file *f)
+{
+	enum fs_durable d = fs_stream_durable(f->stream);
+
+	return (d == FS_DURABLE_DEFAULT ? fs->durable : d) == FS_DURABLE_FSYNC;
+}
+
+/* Admit a durable=fsync append and answer it at once.  0 or the refusal. */
+static int append_admit(struct nova_fs *fs, struct fs_file *f, fuse_req_t req,
+			struct write_op *w, const char *buf)
+{
+	int rc;
+
+	w->f = f;
+	atomic_fetch_or(&f->stream->user_flags, SF_AHEAD);
+	atomic_fetch_add(&f->refs, 1);
+	pthread_mutex_lock(&f->lock);
+	f->pending++;
+	pthread_mutex_unlock(&f->lock);
+	rc = star_append(fs->star, f->stream, buf, w->size, async_done, w, NULL);
+	if (rc) {
+		/* Refused: the write() reports it; a flush that parked on this
+		 * append meanwhile is answered if it was the last. */
+		pending_done(f, 0); /* drops the append's reference; the handle's stays */
+		return rc;
+	}
+	fuse_reply_write(req, w->size);
+	return 0;
 }
 
 void fs_file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -233,12 +384,13 @@ void fs_file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	/* Appends only (DESIGN.md 5): O_APPEND goes to the end wherever the
 	 * kernel thinks it is; otherwise the offset must be the end.  The
-	 * kernel serialises writes to one inode, so the acked end is the
-	 * admitted end here. */
-	if (!(fi->flags & O_APPEND) && (uint64_t)off != stream_acked_byte(f->stream)) {
+	 * kernel serialises writes to one inode, so the admitted end is where
+	 * this record will go (under durable=fsync it runs ahead of the acked
+	 * end). */
+	if (!(fi->flags & O_APPEND) && (uint64_t)off != stream_admitted_byte(f->stream)) {
 		nv_log(NV_DEBUG, NV_SUB_FS, "%s/%s: write at %lld, end is %llu: refused",
 		       f->stream->bucket, f->stream->name, (long long)off,
-		       (unsigned long long)stream_acked_byte(f->stream));
+		       (unsigned long long)stream_admitted_byte(f->stream));
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -252,8 +404,12 @@ void fs_file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		return;
 	}
 	w->req = req;
+	w->f = NULL;
 	w->size = size;
-	rc = star_append(fs->star, f->stream, buf, size, write_done, w, NULL);
+	if (append_async(fs, f))
+		rc = append_admit(fs, f, req, w, buf);
+	else
+		rc = star_append(fs->star, f->stream, buf, size, write_done, w, NULL);
 	if (rc) {
 		free(w);
 		if (rc != -ENOENT)
@@ -261,15 +417,25 @@ void fs_file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			       f->stream->name, strerror(-rc));
 		fuse_reply_err(req, nova_fs_errno(rc));
 	}
-	/* else: replied from write_done() at acknowledgement. */
+	/* else: replied at admission (append_admit()) or at the ack (write_done()). */
 }
 
 /* ------------------------------------------------------------ the page cache */
 
-void fs_file_acked(struct nova_fs *fs, struct nv_stream *s, uint64_t old_byte)
+void fs_file_acked(struct nova_fs *fs, struct nv_stream *s, uint64_t old_byte,
+		   uint64_t new_byte)
 {
 	uint64_t page = old_byte & ~(uint64_t)4095;
 
+	if (fs->se && (atomic_load(&s->user_flags) & SF_AHEAD)) {
+		/* The size the kernel holds is not ours: drop it, and any page
+		 * a short read filled with zeros between the two ends. */
+		fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_BASE + s->id, -1, 0);
+		if (atomic_fetch_and(&s->user_flags, ~SF_CACHED) & SF_CACHED)
+			fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_BASE + s->id, (off_t)page,
+							 (off_t)(new_byte - page));
+		return;
+	}
 	/* fs.h invariant 2: the page holding the old end may be cached with
 	 * zeros past it.  Only when it was read through the cache, and only
 	 * a partial page matters. */

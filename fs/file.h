@@ -49,8 +49,11 @@ void fs_file_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 void fs_file_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		  struct fuse_pollhandle *ph);
 
-/* A stream's acked end moved from old_byte (s borrowed): invalidate the
- * cached partial page at the old end, if any (fs.h invariant 2). */
-void fs_file_acked(struct nova_fs *fs, struct nv_stream *s, uint64_t old_byte);
+/* A stream's acked end moved from old_byte to new_byte (s borrowed):
+ * invalidate the cached partial page at the old end, if any (fs.h
+ * invariant 2); after durable=fsync appends also the kernel's size and
+ * every page up to new_byte (fs/file.c). */
+void fs_file_acked(struct nova_fs *fs, struct nv_stream *s, uint64_t old_byte,
+		   uint64_t new_byte);
 
 #endif

@@ -20,6 +20,7 @@
 #include "fs/follow.h"
 #include "fs/ns.h"
 #include "fs/session.h"
+#include "fs/xattr.h"
 #include "src/base/log.h"
 
 #include <errno.h>
@@ -108,6 +109,13 @@ int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
 	if (!fs)
 		return -ENOMEM;
 	fs->cfg = *cfg;
+	fs->cfg.durable = NULL; /* parsed here, not kept (fs/cfg.h invariant 1) */
+	if (cfg->durable && fs_durable_parse(cfg->durable, strlen(cfg->durable), &fs->durable)) {
+		free(fs);
+		return -EINVAL;
+	}
+	if (!cfg->durable)
+		fs->durable = FS_DURABLE_WRITE;
 	if (cfg->data_dir)
 		fs->data_dir = strdup(cfg->data_dir);
 	if (fs_nodes_init(&fs->nodes)) {
@@ -119,6 +127,13 @@ int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
 	clock_gettime(CLOCK_REALTIME, &fs->started);
 	*out = fs;
 	return 0;
+}
+
+int nova_fs_check_durable(const char *v)
+{
+	enum fs_durable d;
+
+	return v ? fs_durable_parse(v, strlen(v), &d) : 0;
 }
 
 void nova_fs_set_star(struct nova_fs *fs, struct star *st)
@@ -135,8 +150,7 @@ void nova_fs_set_session(struct nova_fs *fs, struct fuse_session *se)
 
 void nova_fs_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte)
 {
-	(void)new_byte;
-	fs_file_acked(arg, s, old_byte);
+	fs_file_acked(arg, s, old_byte, new_byte);
 }
 
 uint64_t nova_fs_quiesce(struct nova_fs *fs)

@@ -45,9 +45,13 @@ struct nv_stream;
 struct star;
 
 /* Create the translation layer (before the star, whose ack hook it is).
- * cfg is copied.  0 and *out (caller owns; nova_fs_free()), -ENOMEM. */
+ * cfg is copied.  0 and *out (caller owns; nova_fs_free()), -ENOMEM,
+ * -EINVAL (cfg->durable is not write or fsync). */
 int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
 	__attribute__((warn_unused_result));
+
+/* 0 when v (NULL: the default) is a value of -o durable=, else -EINVAL. */
+int nova_fs_check_durable(const char *v) __attribute__((warn_unused_result));
 
 /* Attach the engine (borrowed until nova_fs_free()) and start the follow
  * view (if it cannot start, its reads fail; logged). */

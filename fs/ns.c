@@ -783,6 +783,7 @@ static void xattr_query(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	if (!n)
 		return; /* replied ESTALE */
 	xattr_target(n, &t);
+	t.durable_default = fs->durable;
 	nv_buf_init(&v, name ? XATTR_VALUE_CAP : XATTR_LIST_CAP);
 	rc = name ? fs_xattr_get(fs->star, &t, name, &v) : fs_xattr_list(&t, &v);
 	if (rc)
@@ -818,6 +819,7 @@ void fs_ns_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		return;
 	}
 	xattr_target(n, &t);
+	t.durable_default = fs->durable;
 	/* Administration needs write permission on the node (fs/perm.h). */
 	rc = node_stat(fs, n, &st);
 	if (!rc)

@@ -36,6 +36,7 @@ struct follow;
 
 struct nova_fs {
 	struct fs_cfg cfg;
+	enum fs_durable durable;      /* -o durable=: WRITE or FSYNC, never DEFAULT */
 	char *data_dir;               /* owned: for statfs (fs/ns.c) */
 	struct star *star;            /* borrowed until nova_fs_free() */
 	struct fuse_session *se;      /* borrowed; NULL: no invalidations */

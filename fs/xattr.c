@@ -18,7 +18,7 @@
 #define PFX "user.nova."
 
 static const char *const stream_names[] = { "seq",  "frontier", "settled", "trim",
-					     "class", "epoch",    "layout",  NULL };
+					     "class", "epoch",    "layout",  "durable", NULL };
 static const char *const bucket_names[] = { "class", NULL };
 static const char *const root_names[] = { "stats", NULL };
 
@@ -145,6 +145,12 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 			return nv_buf_printf(out, "%s", nv_class_name(cls));
 		if (!strcmp(n, "epoch"))
 			return nv_buf_printf(out, "%llu", (unsigned long long)star_epoch(st, cls));
+		if (!strcmp(n, "durable")) {
+			enum fs_durable d = fs_stream_durable(s);
+
+			return nv_buf_printf(out, "%s", fs_durable_name(d == FS_DURABLE_DEFAULT
+									? t->durable_default : d));
+		}
 		return -ENODATA;
 	}
 	default: /* fs/ns.c maps follow-view nodes to these kinds */
@@ -190,6 +196,14 @@ static int xattr_set(struct star *st, const struct fs_xattr_target *t, const cha
 		if (t->kind == FS_NODE_BUCKET)
 			return star_bucket_set_class(st, t->bucket, cls);
 		return star_stream_set_class(st, t->stream, cls);
+	}
+	if (!strcmp(n, "durable") && t->kind == FS_NODE_STREAM) {
+		enum fs_durable d;
+
+		if (fs_durable_parse(value, size, &d))
+			return -EINVAL;
+		fs_stream_set_durable(t->stream, d);
+		return 0;
 	}
 	for (known = names_of(t->kind); known && *known; known++)
 		if (!strcmp(n, *known))
@@ -237,4 +251,22 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 				   t->kind == FS_NODE_STREAM ? "/" : "",
 				   t->kind == FS_NODE_STREAM ? t->stream->name : "", strerror(-rc));
 	return rc;
+}
+
+int fs_durable_parse(const char *v, size_t len, enum fs_durable *out)
+{
+	while (len && (v[len - 1] == '\n' || v[len - 1] == 0))
+		len--;
+	if (len == 5 && !memcmp(v, "write", 5))
+		*out = FS_DURABLE_WRITE;
+	else if (len == 5 && !memcmp(v, "fsync", 5))
+		*out = FS_DURABLE_FSYNC;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *fs_durable_name(enum fs_durable d)
+{
+	return d == FS_DURABLE_FSYNC ? "fsync" : "write";
 }

@@ -3,7 +3,8 @@
  *
  * For: reading engine state and administering it from getfattr and
  * setfattr.  Per stream: seq, frontier, settled, trim (writable), class
- * (writable while empty), epoch, layout (JSON); on a bucket: class (the
+ * (writable while empty), epoch, layout (JSON), durable (writable: write
+ * or fsync, fs/handle.h, in memory while the stream is loaded); on a bucket: class (the
  * default for new streams); on the root: stats (a JSON document).
  * Anything else under user.nova. is unknown (ENODATA to read, ENOTSUP to
  * write); other namespaces are not stored (ENODATA / ENOTSUP).  Not for:
@@ -29,7 +30,14 @@ struct fs_xattr_target {
 	enum fs_node_kind kind;
 	const char *bucket;       /* FS_NODE_BUCKET */
 	struct nv_stream *stream; /* FS_NODE_STREAM */
+	enum fs_durable durable_default; /* the mount's -o durable= (durable's value) */
 };
+
+/* "write" or "fsync" (a trailing newline or NUL allowed) into *out.  0 or
+ * -EINVAL. */
+int fs_durable_parse(const char *v, size_t len, enum fs_durable *out)
+	__attribute__((warn_unused_result));
+const char *fs_durable_name(enum fs_durable d); /* static string */
 
 /* Value of name into out (reset first).  0, -ENODATA, -ENOMEM, engine
  * errors. */

@@ -382,6 +382,10 @@ static int setup_process(struct daemon *d)
 			return -1;
 		}
 	}
+	if (nova_fs_check_durable(o->durable)) {
+		fprintf(stderr, "novafs: -o durable=%s: expected write or fsync\n", o->durable);
+		return -1;
+	}
 	if (d->fopts.debug)
 		nv_log_level = NV_DEBUG;
 	if (nv_fp_init_from_env()) {

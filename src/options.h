@@ -78,6 +78,14 @@
 	    "seal a flight at this size")                                                     \
 	NUM(linger_us, u, "N", 1000, 0, 10000000, U_US, STAR(linger_ns),                      \
 	    "seal a flight this long after its first record while PUTs are in flight")        \
+	NUM(linger_standard_us, i, "N", -1, -1, 10000000, U_US,                               \
+	    STAR(linger_class_ns[NV_CLASS_STANDARD]),                                         \
+	    "linger_us of the standard class, -1 = linger_us")                                \
+	NUM(linger_express_us, i, "N", -1, -1, 10000000, U_US,                                \
+	    STAR(linger_class_ns[NV_CLASS_EXPRESS]),                                          \
+	    "linger_us of the express class, -1 = linger_us")                                 \
+	STR(durable, "write|fsync", "write", FS(durable),                                     \
+	    "write() returns when durable, or at admission with fsync()/close() waiting")     \
 	NUM(put_window, u, "N", 4, 1, 64, U_1, STAR(put_window),                              \
 	    "slot PUTs in flight per chain")                                                  \
 	NUM(put_timeout_s, u, "N", 10, 1, DAYS(1), U_S, STAR(put_timeout_ns),                 \

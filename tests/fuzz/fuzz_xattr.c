@@ -129,7 +129,8 @@ static const char *const names[] = {
 	"user.nova.trim", "user.nova.class", "user.nova.seq", "user.nova.frontier",
 	"user.nova.settled", "user.nova.epoch", "user.nova.layout", "user.nova.stats",
 	"user.nova.", "user.nova.trimx", "user.nova", "user.other", "trusted.nova.trim",
-	"", NULL /* from the input */
+	"", NULL /* from the input */,
+	"user.nova.durable", /* last: the seed corpus's indexes above stay */
 };
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
@@ -181,6 +182,19 @@ static int trim_oracle(const uint8_t *v, size_t n, uint64_t *seq)
 	return 0;
 }
 
+/* 0 and *d for a durable value, else -EINVAL. */
+static int durable_oracle(const uint8_t *v, size_t n, enum fs_durable *d)
+{
+	n = stripped(v, n);
+	if (n == 5 && !memcmp(v, "write", 5))
+		*d = FS_DURABLE_WRITE;
+	else if (n == 5 && !memcmp(v, "fsync", 5))
+		*d = FS_DURABLE_FSYNC;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 static bool in_list(const char *const *l, const char *n)
 {
 	for (; *l; l++)
@@ -193,8 +207,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum fs_node_kind kinds[] = { FS_NODE_ROOT, FS_NODE_BUCKET,
 						   FS_NODE_STREAM, FS_NODE_STREAM };
-	static char stream_dummy; /* the stubs never look inside */
-	struct fs_xattr_target t = { .bucket = "bkt", .stream = (struct nv_stream *)&stream_dummy };
+	/* The stubs never look inside; durable sets bits of user_flags. */
+	static struct nv_stream stream_dummy;
+	struct fs_xattr_target t = { .bucket = "bkt", .stream = &stream_dummy };
 	struct fuzz_in in;
 	struct nv_buf list;
 	const uint8_t *val;
@@ -202,6 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *owned = NULL;
 	uint64_t want_seq = 0;
 	unsigned sel, cls = 99, want_cls = 0;
+	enum fs_durable want_dur = FS_DURABLE_DEFAULT;
 	size_t vlen;
 	int rc, want;
 
@@ -242,6 +258,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		want = vlen ? trim_oracle(val, vlen, &want_seq) : -EINVAL;
 	else if (!strcmp(n, "class") && t.kind != FS_NODE_ROOT)
 		want = vlen ? class_oracle(val, vlen, &want_cls) : -EINVAL;
+	else if (!strcmp(n, "durable") && t.kind == FS_NODE_STREAM)
+		want = durable_oracle(val, vlen, &want_dur);
 	else if ((t.kind == FS_NODE_STREAM && in_list(ro_stream, n)) ||
 		 (t.kind == FS_NODE_ROOT && !strcmp(n, "stats")))
 		want = -ENOTSUP; /* read-only */
@@ -253,8 +271,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "fs_xattr_set(kind %d, '%s', %zu bytes) = %d, want %d\n",
 			(int)t.kind, name, vlen, rc, want);
 	FUZZ_ASSERT(rc == want);
-	FUZZ_ASSERT(got.calls == (rc == 0));
-	if (rc == 0 && !strcmp(n, "trim")) { /* rc == 0: n is set */
+	FUZZ_ASSERT(got.calls == (rc == 0 && strcmp(n, "durable")));
+	if (rc == 0 && !strcmp(n, "durable")) {
+		FUZZ_ASSERT(got.calls == 0 && fs_stream_durable(&stream_dummy) == want_dur);
+	} else if (rc == 0 && !strcmp(n, "trim")) { /* rc == 0: n is set */
 		if (got.seq != want_seq)
 			fprintf(stderr, "trim value parsed as %llu, want %llu\n",
 				(unsigned long long)got.seq, (unsigned long long)want_seq);

@@ -482,6 +482,8 @@ static void gen_xattr(void)
 	xattr("stats-read-only", 7 << 2 | 0, "{}", 2);
 	xattr("other-namespace", 11 << 2 | 2, "x", 1);
 	xattr("name-from-input", 14 << 2 | 2, "user.nova.trim\0" "7", 16);
+	xattr("durable-fsync", 15 << 2 | 2, "fsync\n", 6);
+	xattr("durable-bad", 15 << 2 | 3, "bogus", 5);
 }
 
 static void gen_options(void)

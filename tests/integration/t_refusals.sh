@@ -381,6 +381,11 @@ nv_refuse "Directory not empty" "setfattr class on a non-empty stream" \
 	setfattr -n user.nova.class -v express "$NE"
 expect_errno ENOTEMPTY "setxattr(2) class on a non-empty stream" setxattr "$NE" user.nova.class express
 nv_expect_eq "$(nv_xattr "$NE" user.nova.class)" standard "class of the non-empty stream unchanged"
+row "set user.nova.durable to a value other than write or fsync" EINVAL
+nv_refuse "Invalid argument" "setfattr durable=bogus" setfattr -n user.nova.durable -v bogus "$NE"
+expect_errno EINVAL "setxattr(2) durable=''" setxattr "$NE" user.nova.durable ""
+expect_errno EINVAL "setxattr(2) durable='fsyncx'" setxattr "$NE" user.nova.durable fsyncx
+nv_expect_eq "$(nv_xattr "$NE" user.nova.durable)" write "durable after refused values"
 row "set user.nova.class to a malformed value" EINVAL
 : > "$B/bad"
 nv_refuse "Invalid argument" "setfattr class=bogus" setfattr -n user.nova.class -v bogus "$B/bad"
@@ -557,6 +562,7 @@ row_elsewhere "an I/O error underneath, a corrupt object" EIO t_store_faults.sh
 row_elsewhere "the store is full (after put_timeout_s of retries)" ENOSPC t_store_faults.sh t_local_faults.sh
 row_elsewhere "append when the store stayed unreachable (timeouts, EAGAIN, refused connections) for put_timeout_s" EIO t_store_faults.sh
 row_elsewhere "a request waiting at the recovery gate when the daemon stops" EIO t_shutdown.sh
+row_elsewhere "fsync or close after a record written with durable=fsync could not be made durable" EIO t_durable.sh
 
 say "--- after the walk"
 nv_alive || fail "the daemon died or the mount stopped answering during the refusals"

@@ -17,12 +17,14 @@
  * end and ack hook before completions; sealing by size, idle, linger and
  * the put window; backlog back-pressure never failing a writer; halting
  * on a permanent PUT failure or a taken slot; drain; slot keys and the
- * bundles in them (decoded and compared byte for byte).
+ * bundles in them (decoded and compared byte for byte); the per-class
+ * linger a star gives each chain (star_class_linger_ns()).
  */
 #include "config.h"
 #include "tests/unit/engine_fixture.h"
 #include "tests/unit/fake_store.h"
 #include "engine/bundle.h"
+#include "engine/star.h"
 #include "src/base/clock.h"
 
 #include <errno.h>
@@ -1144,6 +1146,27 @@ static void test_chain_refusals(void **state)
 	assert_int_equal(stream_acked_byte(s), CHAIN_RECORD_MAX);
 }
 
+/* Per-class linger (star.h): each class's chain gets its own value when
+ * set, linger_ns otherwise; 0 is a value, not "unset". */
+static void test_chain_class_linger(void **state)
+{
+	struct star_cfg cfg;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.linger_ns = 1000 * NV_NS_PER_US;
+	cfg.linger_class_ns[NV_CLASS_STANDARD] = -1;
+	cfg.linger_class_ns[NV_CLASS_EXPRESS] = -1;
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD), 1000 * NV_NS_PER_US);
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS), 1000 * NV_NS_PER_US);
+	cfg.linger_class_ns[NV_CLASS_STANDARD] = 50 * NV_NS_PER_MS;
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD), 50 * NV_NS_PER_MS);
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS), 1000 * NV_NS_PER_US);
+	cfg.linger_class_ns[NV_CLASS_EXPRESS] = 0;
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS), 0);
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD), 50 * NV_NS_PER_MS);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -1164,6 +1187,7 @@ int main(void)
 		T(test_chain_slot_taken_halts),
 		T(test_chain_drain_waits_for_everything),
 		T(test_chain_refusals),
+		cmocka_unit_test(test_chain_class_linger),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
