@@ -1,7 +1,8 @@
 /*
  * novactl.c - the admin CLI beside the mount (novactl(8)).
  *
- *   novactl status [-o OPTS]          chains, epochs, cursors, backlog per star
+ *   novactl status [-o OPTS]          metastore and its members, chains, epochs,
+ *                                     cursors, backlog per star
  *   novactl fsck   [-o OPTS] [--full] check the invariants (engine/fsck.h);
  *                                     exit 1 on any violation
  *   novactl layout [-o OPTS] BUCKET/STREAM   the stream's full layout (JSON)
@@ -204,8 +205,18 @@ static int status_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
 static int cmd_status(struct ctl *c)
 {
 	struct status_arg a = { .c = c };
-	int rc = meta_chain_list(c->stack.kv, status_chain, &a);
+	struct nv_buf ms;
+	int rc;
 
+	/* Which metastore, and which of its members answer (kv_status()). */
+	nv_buf_init(&ms, 1 << 16);
+	rc = kv_status(c->stack.kv, &ms);
+	if (ms.len)
+		printf("%.*s", (int)ms.len, (const char *)ms.ptr);
+	nv_buf_free(&ms);
+	if (rc)
+		fprintf(stderr, "novactl: status: metastore: %s\n", strerror(-rc));
+	rc = meta_chain_list(c->stack.kv, status_chain, &a);
 	if (rc) {
 		fprintf(stderr, "novactl: status: %s\n", strerror(-rc));
 		return 1;
