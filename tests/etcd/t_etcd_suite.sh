@@ -52,7 +52,7 @@ else
 fi
 # Keys under the cluster's prefix now (every data dir is below it).
 meta_keys() {
-	$NOVAFS_ETCD_CTL get --prefix "${NOVAFS_ETCD_URL##*/}/" --count-only -w json 2>/dev/null |
+	$NOVAFS_ETCD_CTL get --prefix "${NOVAFS_ETCD_URL##*/}/" --keys-only --limit 1 -w json 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin).get("count", 0))'
 }
 pass=0 failn=0 skip=0
