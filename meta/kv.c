@@ -413,7 +413,7 @@ int kv_lease_revoke(struct kv *kv, uint64_t id)
  * backend's thread (kv_watch_fire()) and consumed by the owner
  * (kv_watch_wait()).  prefix, from_rev and kv are immutable after
  * kv_watch_open(); be is the backend's slot, touched only by the
- * backend's watch_start()/watch_stop().
+ * backend's watch_start and watch_stop ops.
  */
 struct kv_watch {
 	struct kv *kv;

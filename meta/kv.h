@@ -278,7 +278,7 @@ struct kv_backend_ops {
 
 /* For backends: a watch's prefix (borrowed until kv_watch_close()) and
  * start revision, and the one way to deliver a prompt (thread-safe; any
- * thread; never blocks).  watch_start() may keep a pointer in the slot
+ * thread; never blocks).  The watch_start op may keep a pointer in the slot
  * kv_watch_be() returns. */
 const uint8_t *kv_watch_prefix(const struct kv_watch *w, size_t *plen);
 uint64_t kv_watch_from(const struct kv_watch *w);

@@ -8,7 +8,10 @@
 #
 # Default: t_basic t_ranges t_remount t_settle t_crash_basic on one
 # member.  NOVAFS_ETCD_MEMBERS=3: a three-member cluster.
-# NOVAFS_ETCD_TESTS="t_a t_b": exactly those.
+# NOVAFS_ETCD_TESTS="t_a t_b": exactly those.  NOVAFS_ETCD_RGW=1: the
+# same metastore under tests/s3/t_s3_suite.sh (store on a throwaway Ceph
+# RGW; t_basic t_ranges t_remount t_crash_basic, t_settle looking into
+# the directory store; 77 when RGW cannot be had).
 #
 # Exit: 0 all passed (or skipped), 1 a test failed, 77 no etcd here.
 # Env: NOVAFS, NOVACTL, TESTLIB (as under `make check`), NV_KEEP=1.
@@ -44,6 +47,11 @@ rc=$?
 . "$tmp/etcd/env.sh"
 export NOVAFS_TEST_META=$NOVAFS_ETCD_URL
 say "etcd: $members member(s) at $NOVAFS_ETCD_ENDPOINTS"
+if [ "${NOVAFS_ETCD_RGW:-0}" != 0 ]; then
+	NOVAFS_S3_TESTS=${NOVAFS_ETCD_TESTS:-t_basic t_ranges t_remount t_crash_basic} \
+		bash "$top/tests/s3/t_s3_suite.sh"
+	exit $?
+fi
 
 if [ -n "${NOVAFS_ETCD_TESTS:-}" ]; then
 	read -ra tests <<< "$NOVAFS_ETCD_TESTS"

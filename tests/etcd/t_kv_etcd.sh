@@ -8,7 +8,7 @@
 # impossible) on free 127.0.0.1 ports, stopped by PID in the trap.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=${NOVAFS_BUILD:-$top}
+build=$(cd "$(dirname "${NOVAFS:-$top/src/novafs}")/.." && pwd)
 kvtest=$build/tests/unit/test_kv
 [ -x "$kvtest" ] || { echo "no $kvtest (build with cmocka)"; exit 77; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/novafs-t-kv-etcd-XXXXXX")
