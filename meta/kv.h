@@ -41,9 +41,11 @@
  *    committed as several requests, in order; each part is atomic, the
  *    whole is not: a reader may see a prefix of the batch, and a failure
  *    may leave a prefix applied.  *rev is the last part's revision.
- *    Callers that write such batches (absorb's refs, trim's deletions)
- *    only write rows that are correct on their own and idempotent to
- *    rewrite, and publish them with a later CAS (the checkpoint).
+ *    The caller that writes such batches (absorb's refs, engine/absorb.c
+ *    write_refs()) writes only rows that are correct on their own and
+ *    idempotent to rewrite, and publishes them with a later small CAS
+ *    (the chain checkpoint); every other transaction in the tree is a
+ *    CAS of a few rows (settle's catalog commit: 1 compare, 3 writes).
  *  - A transaction WITH compares is never split: one that does not fit
  *    is -E2BIG (nothing written).  Callers keep CAS transactions small
  *    (KV_TXN_SAFE_OPS operations fit every backend).
