@@ -240,6 +240,22 @@ static void stream_once(struct ec_watch *ew, CURL *h, int m)
 	free(body);
 }
 
+/* The current revision (one cheap read), so a watch "from now" resumes
+ * from the moment kv_watch_open() returned, not from when its stream
+ * reached a member. */
+static int current_rev(struct ec_be *be, uint64_t *rev)
+{
+	json_t *req = json_pack("{s:o, s:b}", "key", ec_b64(be, "", 0, true), "count_only", 1);
+	json_t *resp = NULL;
+	int rc = req ? ec_call(be, "kv/range", req, NULL, &resp) : -ENOMEM;
+
+	if (!rc)
+		*rev = ec_u64(json_object_get(resp, "header"), "revision");
+	json_decref(req);
+	json_decref(resp);
+	return rc;
+}
+
 static void *watch_main(void *arg)
 {
 	struct ec_watch *ew = arg;
@@ -257,29 +273,18 @@ static void *watch_main(void *arg)
 		m = (m + 1) % ew->be->nmembers;
 		if (nv_now_mono_ns() - t0 < 1000000000ull) {
 			struct timespec ts = { 0, 200 * 1000000L };
+			uint64_t rev;
 
 			nanosleep(&ts, NULL);
+			/* A stream refused for an expired token: one ordinary
+			 * call renews it (ec_call() re-authenticates). */
+			if (ew->be->user && current_rev(ew->be, &rev) == 0)
+				(void)rev;
 		}
 	}
 	if (h)
 		curl_easy_cleanup(h);
 	return NULL;
-}
-
-/* The current revision (one cheap read), so a watch "from now" resumes
- * from the moment kv_watch_open() returned, not from when its stream
- * reached a member. */
-static int current_rev(struct ec_be *be, uint64_t *rev)
-{
-	json_t *req = json_pack("{s:o, s:b}", "key", ec_b64(be, "", 0, true), "count_only", 1);
-	json_t *resp = NULL;
-	int rc = req ? ec_call(be, "kv/range", req, NULL, &resp) : -ENOMEM;
-
-	if (!rc)
-		*rev = ec_u64(json_object_get(resp, "header"), "revision");
-	json_decref(req);
-	json_decref(resp);
-	return rc;
 }
 
 int ec_watch_start(void *vbe, struct kv_watch *w)

@@ -23,7 +23,9 @@
 # etcd itself is not under test here (a SIGKILL keeps the page cache).
 #
 # etcd-server and etcd-client are installed when missing (root and apt);
-# exit 77 (skip) when that is impossible.  Not for: anything but tests.
+# exit 77 (skip) when that is impossible.  NOVAFS_ETCD_FLAGS adds flags to
+# every member's command (e.g. --auth-token-ttl 2).  Not for: anything but
+# tests.
 set -eu
 
 cmd=${1:-}
@@ -121,7 +123,7 @@ do_start() {
 			"--listen-client-urls $scheme://127.0.0.1:$cp --advertise-client-urls $scheme://127.0.0.1:$cp" \
 			"--listen-peer-urls http://127.0.0.1:$pp --initial-advertise-peer-urls http://127.0.0.1:$pp" \
 			"--initial-cluster $cluster --initial-cluster-state new --initial-cluster-token novafs-$$" \
-			"--unsafe-no-fsync --logger zap --log-outputs stderr $cflags" >"$dir/m$i.cmd"
+			"--unsafe-no-fsync --logger zap --log-outputs stderr $cflags ${NOVAFS_ETCD_FLAGS:-}" >"$dir/m$i.cmd"
 		start_member "$i"
 		i=$((i + 1))
 	done
