@@ -54,11 +54,13 @@ install_etcd() {
 	command -v etcd >/dev/null 2>&1 || { log "etcd still missing after install"; exit 77; }
 }
 
-# A TCP port nobody listens on (random; ss tells us what is taken).
+# A TCP port nobody listens on (random; ss tells us what is taken) and
+# not handed out before by this script ($dir/ports).
 free_port() {
 	while :; do
 		p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000 ))
-		ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return; }
+		grep -qx "$p" "$dir/ports" 2>/dev/null && continue
+		ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p" >>"$dir/ports"; echo "$p"; return; }
 	done
 }
 
@@ -67,10 +69,9 @@ ctl() { . "$dir/env.sh"; $NOVAFS_ETCD_CTL "$@"; }
 # Wait until "$@" succeeds, at most WAIT_S seconds.
 wait_for() {
 	what=$1; shift
-	i=0
+	end=$(( $(date +%s) + WAIT_S ))
 	while ! "$@" >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ "$i" -le $((WAIT_S * 10)) ] || { log "timed out waiting for $what"; return 1; }
+		[ "$(date +%s)" -lt "$end" ] || { log "timed out waiting for $what"; return 1; }
 		sleep 0.1
 	done
 }
@@ -107,13 +108,14 @@ do_start() {
 		scheme=https
 		cflags="--cert-file $dir/server.pem --key-file $dir/server.key"
 	fi
-	cluster=""; eps=""
+	cluster=""; eps=""; ctleps=""
 	i=1
 	while [ "$i" -le "$n" ]; do
 		cp=$(free_port); pp=$(free_port)
 		echo "$cp" >"$dir/m$i.cport"; echo "$pp" >"$dir/m$i.pport"
 		cluster="${cluster:+$cluster,}m$i=http://127.0.0.1:$pp"
 		eps="${eps:+$eps;}127.0.0.1:$cp"
+		ctleps="${ctleps:+$ctleps,}$scheme://127.0.0.1:$cp"
 		i=$((i + 1))
 	done
 	i=1
@@ -128,7 +130,7 @@ do_start() {
 		i=$((i + 1))
 	done
 	prefix="novafs-test-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
-	ctlflags="--endpoints=$(echo "$eps" | sed "s|127|$scheme://127|g; s|;|,$scheme://|g; s|$scheme://$scheme://|$scheme://|g")"
+	ctlflags="--endpoints=$ctleps"
 	if [ "$tls" = tls ]; then
 		url="etcd+https://$eps/$prefix?cacert=$dir/ca.pem"
 		ctlflags="$ctlflags --cacert=$dir/ca.pem"
