@@ -4,7 +4,8 @@
 #   1. a follower SIGKILLed during appends: appends go on;
 #   2. the leader SIGKILLed: appends stall while etcd elects, then go on;
 #   3. every member SIGKILLed for 20 s: the mount stays up; readers of hot
-#      data (what is already acked) go on; appends may block, or fail with
+#      data (an open stream's newest bytes) go on; an open by name fails
+#      with ETIMEDOUT after timeout=; appends may block, or fail with
 #      a clear errno once the bounds pass (meta timeout=8 s), never lose or
 #      double a record; after the members restart everything converges:
 #      appends go on and a clean remount shows every acked record once, in
@@ -104,7 +105,20 @@ tail -n 1 "$NV_TMP/hot.b" | grep -Eq '^[0-9]+ b x*$' || fail "hot data of b wron
 say "ok: the newest 2 KiB of b read in $(nv_elapsed "$t0") s with every etcd member dead"
 
 during=$(nv_writers_last a)
-sleep 20
+# An open by name needs the metastore: it fails with ETIMEDOUT once the
+# URL's timeout= (8 s) has passed (man novafs.8, ERRORS).
+t1=$EPOCHREALTIME
+python3 -c '
+import errno, os, sys
+try:
+    os.open(sys.argv[1], os.O_RDONLY)
+except OSError as e:
+    sys.exit(0 if e.errno == errno.ETIMEDOUT else "open failed with %s" % errno.errorcode.get(e.errno))
+sys.exit("open succeeded with every etcd member dead")' "$MNT/f/b" ||
+	fail "an open by name with etcd down did not fail with ETIMEDOUT"
+say "ok: an open by name with etcd down: ETIMEDOUT after $(nv_elapsed "$t1") s"
+left=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { s = 20 - (b - a); print (s > 0 ? s : 0) }')
+sleep "$left"
 after=$(nv_writers_last a)
 if nv_pid_alive "$wpid"; then
 	say "appends during the outage: records $during -> $after (blocked or buffered)"

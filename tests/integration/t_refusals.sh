@@ -541,6 +541,8 @@ say "--- rows that need a fault or a signal: checked by the tests named"
 # the gate (after a crash, until every earlier epoch is settled).
 row_elsewhere "an I/O error underneath, a corrupt object" EIO t_store_faults.sh
 row_elsewhere "the store is full (after put_timeout_s of retries)" ENOSPC t_store_faults.sh t_local_faults.sh
+row_elsewhere "an open by name or a cold read while no etcd member answers (after the meta URL's timeout=)" \
+	ETIMEDOUT ../etcd/t_etcd_faults.sh
 
 say "--- after the walk"
 nv_alive || fail "the daemon died or the mount stopped answering during the refusals"
