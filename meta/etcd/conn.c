@@ -309,7 +309,17 @@ static void etcd_to_errno(CURLcode cc, long status, const struct nv_buf *body,
 	f->kind = EC_FATAL;
 	f->err = -EIO;
 	if (cc != CURLE_OK) {
-		snprintf(f->what, sizeof(f->what), "%s", curl_easy_strerror(cc));
+		/* post_once() leaves curl's error text in body. */
+		snprintf(f->what, sizeof(f->what), "%s%s%.*s", curl_easy_strerror(cc),
+			 body->len ? ": " : "", (int)body->len, (const char *)body->ptr);
+		/* A TLS alert from the member that curl names as such is a
+		 * refusal, not an outage.  (With TLS 1.3 a missing client
+		 * certificate shows only as a receive error: it is retried
+		 * like an outage until timeout=.) */
+		if (body->len && memmem(body->ptr, body->len, "alert", 5)) {
+			f->err = -EACCES;
+			return;
+		}
 		switch (cc) {
 		case CURLE_COULDNT_RESOLVE_HOST:
 		case CURLE_COULDNT_CONNECT:
@@ -394,12 +404,12 @@ static void etcd_fail_log(const struct ec_be *be, int member, const char *path,
  */
 
 /* POST body to member's /v3/path.  0 and the body in out with *status,
- * or the curl error. */
+ * or the curl error (its text in out). */
 static CURLcode post_once(struct ec_be *be, CURL *h, int member, const char *path,
 			  const char *body, long timeout_ms, struct nv_buf *out, long *status)
 {
 	struct curl_slist *hdrs = NULL;
-	char url[512];
+	char url[512], eb[CURL_ERROR_SIZE];
 	CURLcode cc;
 
 	nv_buf_reset(out);
@@ -413,11 +423,19 @@ static CURLcode post_once(struct ec_be *be, CURL *h, int member, const char *pat
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
 	if (timeout_ms)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, eb);
+	eb[0] = 0;
 	cc = curl_easy_perform(h);
-	if (cc == CURLE_OK)
+	if (cc == CURLE_OK) {
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	} else {
+		nv_buf_reset(out); /* the error text for etcd_to_errno() */
+		if (nv_buf_add(out, eb, strnlen(eb, sizeof(eb))))
+			nv_buf_reset(out); /* the text is only for the log */
+	}
 	curl_slist_free_all(hdrs);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	return cc;
 }
 

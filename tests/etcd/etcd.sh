@@ -18,8 +18,9 @@
 # ones, found with ss) and its own data directory DIR/mI; logs in
 # DIR/mI.log; the PID in DIR/mI.pid; the exact command in DIR/mI.cmd so
 # restart brings the member back on its data.  With tls the test makes
-# a CA and a server certificate for 127.0.0.1 with openssl (clients only;
-# peers talk plain HTTP on loopback).  --unsafe-no-fsync: durability of
+# a CA, a server certificate for 127.0.0.1 and a client certificate with
+# openssl; members require the client certificate (--client-cert-auth);
+# peers talk plain HTTP on loopback.  --unsafe-no-fsync: durability of
 # etcd itself is not under test here (a SIGKILL keeps the page cache).
 #
 # etcd-server and etcd-client are installed when missing (root and apt);
@@ -84,6 +85,10 @@ make_certs() {
 	printf 'subjectAltName=IP:127.0.0.1\n' >"$dir/san.ext"
 	openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
 		-CAcreateserial -days 2 -extfile "$dir/san.ext" -out "$dir/server.pem" >/dev/null 2>&1
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=novafs-test-client" \
+		-keyout "$dir/client.key" -out "$dir/client.csr" >/dev/null 2>&1
+	openssl x509 -req -in "$dir/client.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+		-CAcreateserial -days 2 -out "$dir/client.pem" >/dev/null 2>&1
 }
 
 start_member() {
@@ -107,6 +112,7 @@ do_start() {
 		make_certs
 		scheme=https
 		cflags="--cert-file $dir/server.pem --key-file $dir/server.key"
+		cflags="$cflags --client-cert-auth --trusted-ca-file $dir/ca.pem"
 	fi
 	cluster=""; eps=""; ctleps=""
 	i=1
@@ -132,8 +138,8 @@ do_start() {
 	prefix="novafs-test-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
 	ctlflags="--endpoints=$ctleps"
 	if [ "$tls" = tls ]; then
-		url="etcd+https://$eps/$prefix?cacert=$dir/ca.pem"
-		ctlflags="$ctlflags --cacert=$dir/ca.pem"
+		url="etcd+https://$eps/$prefix?cacert=$dir/ca.pem&cert=$dir/client.pem&key=$dir/client.key"
+		ctlflags="$ctlflags --cacert=$dir/ca.pem --cert=$dir/client.pem --key=$dir/client.key"
 	else
 		url="etcd://$eps/$prefix"
 	fi
@@ -167,7 +173,8 @@ do_leader() {
 			cp=$(cat "$dir/m$i.cport")
 			scheme=http; [ "$NOVAFS_ETCD_TLS" = tls ] && scheme=https
 			if env ETCDCTL_API=3 etcdctl --endpoints="$scheme://127.0.0.1:$cp" \
-				${NOVAFS_ETCD_CA:+--cacert=$NOVAFS_ETCD_CA} endpoint status -w json 2>/dev/null |
+				${NOVAFS_ETCD_CA:+--cacert=$NOVAFS_ETCD_CA --cert=$dir/client.pem --key=$dir/client.key} \
+				endpoint status -w json 2>/dev/null |
 				python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["Status"]; sys.exit(0 if s["leader"]==s["header"]["member_id"] else 1)'; then
 				echo "$i"; return 0
 			fi
