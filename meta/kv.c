@@ -4,7 +4,9 @@
  * For: choosing a backend from a metastore URL (through the scheme table
  * of meta/schemes.c), owning the backend behind a struct kv, building
  * transactions, enforcing the hard size limits and running the
- * meta.commit failpoint before every backend commit.  Not for: storage
+ * meta.commit failpoint before every backend commit; the backend-neutral
+ * half of leases and watches (argument checks, the watch's prompt and its
+ * wait).  Not for: storage
  * (meta/sqlite.c and later backends), knowing which backends exist
  * (meta/schemes.c), key layout (meta/tuple.c, meta/keys.c).
  *
@@ -21,6 +23,10 @@
  *  5. NV_FP("meta.commit") runs before every backend commit (transactions
  *     and the one-write conveniences); when it returns an error nothing
  *     is committed.
+ *  6. A lease TTL reaching a backend lies in [KV_LEASE_TTL_MIN,
+ *     KV_LEASE_TTL_MAX]; lease id 0 never reaches one (-ENOLCK).
+ *  7. A watch's prompt is set only by kv_watch_fire() and cleared only by
+ *     the kv_watch_wait() that reports it, both under the watch's lock.
  *
  * Threads: struct kv is immutable after kv_wrap() returns, so the calls
  * here need no lock; the backend is thread-safe (kv.h invariant 4).  A
@@ -28,10 +34,12 @@
  */
 #include "config.h"
 #include "meta/kv.h"
+#include "src/base/clock.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,7 +213,7 @@ static int poison(struct kv_txn *t, int err)
  */
 static int txn_add(struct kv_txn *t, enum kv_op_kind kind, const void *key,
 		   size_t klen, bool has_val, const void *val, size_t vlen,
-		   uint64_t ver)
+		   uint64_t ver, uint64_t lease)
 {
 	bool is_write = kind == KV_PUT || kind == KV_DEL;
 	struct kv_op *op;
@@ -233,6 +241,7 @@ static int txn_add(struct kv_txn *t, enum kv_op_kind kind, const void *key,
 	op->kind = kind;
 	op->klen = klen;
 	op->ver = ver;
+	op->lease = lease;
 	op->key = dup_bytes(key, klen);
 	if (!op->key)
 		return poison(t, -ENOMEM);
@@ -254,24 +263,32 @@ static int txn_add(struct kv_txn *t, enum kv_op_kind kind, const void *key,
 
 int kv_txn_cmp_ver(struct kv_txn *t, const void *key, size_t klen, uint64_t ver)
 {
-	return txn_add(t, KV_CMP_VER, key, klen, false, NULL, 0, ver);
+	return txn_add(t, KV_CMP_VER, key, klen, false, NULL, 0, ver, 0);
 }
 
 int kv_txn_cmp_val(struct kv_txn *t, const void *key, size_t klen,
 		   const void *val, size_t vlen)
 {
-	return txn_add(t, KV_CMP_VAL, key, klen, true, val, vlen, 0);
+	return txn_add(t, KV_CMP_VAL, key, klen, true, val, vlen, 0, 0);
 }
 
 int kv_txn_put(struct kv_txn *t, const void *key, size_t klen, const void *val,
 	       size_t vlen)
 {
-	return txn_add(t, KV_PUT, key, klen, true, val, vlen, 0);
+	return txn_add(t, KV_PUT, key, klen, true, val, vlen, 0, 0);
+}
+
+int kv_txn_put_lease(struct kv_txn *t, const void *key, size_t klen, const void *val,
+		     size_t vlen, uint64_t lease)
+{
+	if (!lease)
+		return poison(t, -EINVAL);
+	return txn_add(t, KV_PUT, key, klen, true, val, vlen, 0, lease);
 }
 
 int kv_txn_del(struct kv_txn *t, const void *key, size_t klen)
 {
-	return txn_add(t, KV_DEL, key, klen, false, NULL, 0, 0);
+	return txn_add(t, KV_DEL, key, klen, false, NULL, 0, 0, 0);
 }
 
 /* The one way into a backend's commit (invariant 5). */
@@ -372,4 +389,148 @@ int kv_del(struct kv *kv, const void *key, size_t klen)
 	if (klen > KV_KEY_MAX)
 		return -E2BIG;
 	return backend_commit(kv, &op, 1, NULL);
+}
+
+/* ----------------------------------------------------------------------
+ * Leases, watches, status: checks here, the work in the backend.
+ */
+
+int kv_lease_grant(struct kv *kv, unsigned ttl_s, uint64_t *id)
+{
+	if (ttl_s > KV_LEASE_TTL_MAX)
+		return -EINVAL;
+	if (ttl_s < KV_LEASE_TTL_MIN)
+		ttl_s = KV_LEASE_TTL_MIN;
+	return kv->ops->lease_grant(kv->be, ttl_s, id);
+}
+
+int kv_lease_keepalive(struct kv *kv, uint64_t id, unsigned *ttl_s)
+{
+	unsigned dummy;
+
+	if (!id)
+		return -ENOLCK;
+	return kv->ops->lease_keepalive(kv->be, id, ttl_s ? ttl_s : &dummy);
+}
+
+int kv_lease_revoke(struct kv *kv, uint64_t id)
+{
+	if (!id)
+		return -ENOLCK;
+	return kv->ops->lease_revoke(kv->be, id);
+}
+
+/*
+ * A watch: the prompt flag and the newest revision are set by the
+ * backend's thread (kv_watch_fire()) and consumed by the owner
+ * (kv_watch_wait()).  prefix, from_rev and kv are immutable after
+ * kv_watch_open(); be is the backend's slot, touched only by the
+ * backend's watch_start and watch_stop ops.
+ */
+struct kv_watch {
+	struct kv *kv;
+	uint8_t *prefix;
+	size_t plen;
+	uint64_t from_rev;
+	void *be;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;  /* signalled by kv_watch_fire() */
+	bool fired;           /* protected by lock */
+	uint64_t rev;         /* protected by lock: newest fired revision */
+};
+
+int kv_watch_open(struct kv *kv, const void *prefix, size_t plen, uint64_t from_rev,
+		  struct kv_watch **out)
+{
+	struct kv_watch *w;
+	int rc;
+
+	if (plen > KV_KEY_MAX)
+		return -E2BIG;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->prefix = dup_bytes(prefix, plen);
+	if (!w->prefix) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->kv = kv;
+	w->plen = plen;
+	w->from_rev = from_rev;
+	pthread_mutex_init(&w->lock, NULL);
+	rc = nv_cond_init_mono(&w->cond);
+	if (!rc)
+		rc = kv->ops->watch_start(kv->be, w);
+	if (rc) {
+		pthread_cond_destroy(&w->cond);
+		pthread_mutex_destroy(&w->lock);
+		free(w->prefix);
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+int kv_watch_wait(struct kv_watch *w, uint64_t timeout_ms, uint64_t *rev)
+{
+	struct timespec dl = nv_mono_deadline(timeout_ms * 1000000ull);
+	int rc = 0;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->fired && rc == 0)
+		rc = pthread_cond_timedwait(&w->cond, &w->lock, &dl);
+	if (w->fired) {
+		w->fired = false;
+		if (rev)
+			*rev = w->rev;
+		rc = 0;
+	} else {
+		rc = -ETIMEDOUT;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+void kv_watch_close(struct kv_watch *w)
+{
+	if (!w)
+		return;
+	w->kv->ops->watch_stop(w->kv->be, w);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	free(w->prefix);
+	free(w);
+}
+
+const uint8_t *kv_watch_prefix(const struct kv_watch *w, size_t *plen)
+{
+	*plen = w->plen;
+	return w->prefix;
+}
+
+uint64_t kv_watch_from(const struct kv_watch *w)
+{
+	return w->from_rev;
+}
+
+void **kv_watch_be(struct kv_watch *w)
+{
+	return &w->be;
+}
+
+void kv_watch_fire(struct kv_watch *w, uint64_t rev)
+{
+	pthread_mutex_lock(&w->lock);
+	w->fired = true;
+	if (rev > w->rev)
+		w->rev = rev;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int kv_status(struct kv *kv, struct nv_buf *out)
+{
+	return kv->ops->status(kv->be, out);
 }

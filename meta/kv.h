@@ -5,7 +5,7 @@
  * catalog rows, chains, markers).  The typed rows (meta/streams.h,
  * meta/refs.h, meta/chains.h, meta/markers.h) are built on these calls
  * only, so the SQLite backend (embedded default) and a remote backend
- * (etcd, later) are interchangeable.  Not for: bulk data.
+ * (meta/etcd/) are interchangeable.  Not for: bulk data.
  *
  * Model: etcd's KV API.  Every key carries a modification version
  * (a store-wide revision, strictly increasing across commits); 0 means
@@ -28,7 +28,27 @@
  *
  * Errors: 0 or negative errno.  -ENOENT no such key (get/floor),
  * -ECANCELED a compare failed (nothing written), -EBUSY the backend
- * stayed busy past its timeout, -ENOSPC, -EIO.
+ * stayed busy past its timeout, -ETIMEDOUT a remote backend stayed
+ * unreachable (no member answered) past its timeout, -ENOLCK a lease is
+ * lost (expired, revoked or unknown), -ENOSPC, -EACCES (refused by the
+ * backend's auth), -EIO.
+ *
+ * Splitting (remote backends have per-request limits: etcd allows 128
+ * operations per transaction branch and 1.5 MiB per request):
+ *  - Two writes to one key in one transaction are folded into the last
+ *    one by every backend (same outcome as applying them in order).
+ *  - A transaction WITHOUT compares that does not fit one request may be
+ *    committed as several requests, in order; each part is atomic, the
+ *    whole is not: a reader may see a prefix of the batch, and a failure
+ *    may leave a prefix applied.  *rev is the last part's revision.
+ *    The caller that writes such batches (absorb's refs, engine/absorb.c
+ *    write_refs()) writes only rows that are correct on their own and
+ *    idempotent to rewrite, and publishes them with a later small CAS
+ *    (the chain checkpoint); every other transaction in the tree is a
+ *    CAS of a few rows (settle's catalog commit: 1 compare, 3 writes).
+ *  - A transaction WITH compares is never split: one that does not fit
+ *    is -E2BIG (nothing written).  Callers keep CAS transactions small
+ *    (KV_TXN_SAFE_OPS operations fit every backend).
  */
 #ifndef NOVAFS_META_KV_H
 #define NOVAFS_META_KV_H
@@ -46,10 +66,15 @@ struct kv_txn; /* a transaction being built; opaque */
 /* Hard limits, enforced by every backend (-E2BIG). */
 #define KV_KEY_MAX 2048
 #define KV_VAL_MAX (1u << 20)
+/* Compares + writes a CAS transaction may carry on every backend (etcd's
+ * 128 per branch, less room for the lease rows of later issues). */
+#define KV_TXN_SAFE_OPS 120
 
 /*
  * Open a metastore from a URL, by the scheme table (meta/schemes.c):
  *   sqlite:/abs/path.db or /abs/path.db   the SQLite backend (created)
+ *   etcd://H:P[;H:P...]/PREFIX[?opts]     etcd's v3 gateway (meta/etcd.h)
+ *   etcd+https://...                      the same over TLS
  * 0 and *out (caller owns; kv_close()), -EINVAL (bad URL, logged), or
  * the backend's error.
  */
@@ -102,6 +127,14 @@ int kv_txn_cmp_val(struct kv_txn *t, const void *key, size_t klen,
 int kv_txn_put(struct kv_txn *t, const void *key, size_t klen, const void *val,
 	       size_t vlen);
 int kv_txn_del(struct kv_txn *t, const void *key, size_t klen);
+
+/*
+ * A put bound to a lease (kv_lease_grant()): the key is deleted when the
+ * lease expires or is revoked.  A later put without a lease unbinds it.
+ * Commit is -ENOLCK when the lease is already lost (nothing written).
+ */
+int kv_txn_put_lease(struct kv_txn *t, const void *key, size_t klen, const void *val,
+		     size_t vlen, uint64_t lease);
 
 /* Number of writes so far (callers split huge batches). */
 size_t kv_txn_nwrites(const struct kv_txn *t);
@@ -175,6 +208,58 @@ int kv_integrity_check(struct kv *kv, kv_problem_fn problem, void *arg)
 	__attribute__((warn_unused_result));
 
 /* ---------------------------------------------------------------------
+ * Leases (etcd's model).  A lease lives ttl seconds after its grant or
+ * last keepalive; keys put with it vanish with it.  Minimum TTL
+ * KV_LEASE_TTL_MIN (a smaller one is raised to it).  Remote backends may
+ * let a lease outlive its TTL by up to one TTL (etcd resets TTLs on a
+ * leader change), never expire it early.  The SQLite backend keeps
+ * deadlines on CLOCK_MONOTONIC (one host), so a lease of a process that
+ * died expires on time; after a reboot every old lease is expired.
+ */
+#define KV_LEASE_TTL_MIN 2
+#define KV_LEASE_TTL_MAX (24u * 3600u)
+
+/* 0 and *id (never 0), or -errno. */
+int kv_lease_grant(struct kv *kv, unsigned ttl_s, uint64_t *id)
+	__attribute__((warn_unused_result));
+/* Refresh: 0 and *ttl_s (may be NULL) the TTL granted again; -ENOLCK
+ * "lease lost": it expired or was revoked, its keys are gone or going,
+ * and the holder must stop acting on it. */
+int kv_lease_keepalive(struct kv *kv, uint64_t id, unsigned *ttl_s)
+	__attribute__((warn_unused_result));
+/* Revoke: 0 (its keys are deleted), -ENOLCK (already lost), -errno. */
+int kv_lease_revoke(struct kv *kv, uint64_t id) __attribute__((warn_unused_result));
+
+/* ---------------------------------------------------------------------
+ * Watches.  A watch over a key prefix reports that something under it
+ * changed at or after from_rev; an event is a prompt to re-read, never
+ * the data.  It may fire spuriously (after a reconnect, a compaction, or
+ * when the backend cannot tell), never miss a change: a reader that
+ * re-reads after every wake sees every committed state it must.
+ */
+struct kv_watch; /* opaque; one owner thread */
+
+/* Watch keys starting with prefix (borrowed for the call), for changes
+ * at revisions >= from_rev (0: from now).  0 and *out (caller owns;
+ * kv_watch_close() before kv_close()), or -errno. */
+int kv_watch_open(struct kv *kv, const void *prefix, size_t plen, uint64_t from_rev,
+		  struct kv_watch **out) __attribute__((warn_unused_result));
+/* Wait up to timeout_ms for a prompt.  0 (re-read now; *rev, may be
+ * NULL, is the newest revision known to have changed under the prefix,
+ * or 0 when unknown), -ETIMEDOUT.  A prompt is consumed by the wait
+ * that returns it. */
+int kv_watch_wait(struct kv_watch *w, uint64_t timeout_ms, uint64_t *rev)
+	__attribute__((warn_unused_result));
+void kv_watch_close(struct kv_watch *w); /* NULL is a no-op */
+
+/*
+ * What the metastore is and who answers, for novactl status: one line
+ * per member ("member URL: ok (leader)" / "member URL: unreachable ...")
+ * appended to out.  0 when at least one member answers, else the error.
+ */
+int kv_status(struct kv *kv, struct nv_buf *out) __attribute__((warn_unused_result));
+
+/* ---------------------------------------------------------------------
  * Backend side: kv.c dispatches here, validates sizes and runs the
  * meta.commit failpoint.
  */
@@ -187,6 +272,7 @@ struct kv_op {
 	uint8_t *val;  /* owned by the txn; NULL for CMP_VER and DEL */
 	size_t vlen;
 	uint64_t ver;  /* CMP_VER */
+	uint64_t lease; /* PUT: bound to this lease, or 0 */
 };
 
 struct kv_backend_ops {
@@ -205,7 +291,24 @@ struct kv_backend_ops {
 	/* Optional (NULL: not supported): kv_claim(), kv_integrity_check(). */
 	int (*claim)(void *be);
 	int (*integrity_check)(void *be, kv_problem_fn problem, void *arg);
+	int (*lease_grant)(void *be, unsigned ttl_s, uint64_t *id);
+	int (*lease_keepalive)(void *be, uint64_t id, unsigned *ttl_s);
+	int (*lease_revoke)(void *be, uint64_t id);
+	/* Start delivering prompts to w (kv_watch_fire()); stop: after it
+	 * returns the backend never touches w again. */
+	int (*watch_start)(void *be, struct kv_watch *w);
+	void (*watch_stop)(void *be, struct kv_watch *w);
+	int (*status)(void *be, struct nv_buf *out);
 };
+
+/* For backends: a watch's prefix (borrowed until kv_watch_close()) and
+ * start revision, and the one way to deliver a prompt (thread-safe; any
+ * thread; never blocks).  The watch_start op may keep a pointer in the slot
+ * kv_watch_be() returns. */
+const uint8_t *kv_watch_prefix(const struct kv_watch *w, size_t *plen);
+uint64_t kv_watch_from(const struct kv_watch *w);
+void kv_watch_fire(struct kv_watch *w, uint64_t rev);
+void **kv_watch_be(struct kv_watch *w);
 
 /*
  * One URL scheme of kv_open().  Each backend defines its own (sqlite.h);

@@ -17,11 +17,14 @@
  */
 #include "config.h"
 #include "meta/kv.h"
+#include "meta/etcd.h"
 #include "meta/sqlite.h"
 
 #include <stddef.h>
 
 const struct kv_scheme *const kv_schemes[] = {
 	&sqlite_kv_scheme, /* sqlite:/abs/path, /abs/path (embedded default) */
+	&etcd_kv_scheme,   /* etcd://HOST:PORT[;HOST:PORT...]/PREFIX (meta/etcd/) */
+	&etcd_https_kv_scheme, /* etcd+https://... (TLS) */
 	NULL,
 };

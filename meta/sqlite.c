@@ -35,22 +35,12 @@
  * statement started (kv.h invariant 2).  busy_timeout (SQ_BUSY_MS)
  * covers other processes (novactl) on the same file.
  *
- * Invariants:
- *  1. Revision: kv_rev.rev is the revision of the last commit that wrote
- *     anything; each such commit sets it to the old value + 1 and gives
- *     every key it puts that version, inside the same transaction.  A
- *     commit with compares only writes nothing and reports the current
- *     revision.
- *  2. A commit either passes every compare and applies every write in
- *     order, or leaves the database untouched (ROLLBACK, or SQLite's own
- *     rollback on I/O errors, checked with sqlite3_get_autocommit()).
- *  3. Each SQLite error is translated and logged exactly once, by
- *     sqlite_to_errno(), at the call that returned it.
- *  4. A statement that was stepped is reset (and its bindings cleared)
- *     before its connection is released.
+ * Invariants: meta/sqlite/internal.h (1-6, for both files).
  */
 #include "config.h"
 #include "meta/sqlite.h"
+#include "meta/sqlite/internal.h"
+#include "src/base/clock.h"
 #include "src/base/log.h"
 
 #include <assert.h>
@@ -65,29 +55,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-/* Reader connections: enough for the absorb, settle and read paths of one
- * star to look up rows at once; more only costs file descriptors and
- * page cache. */
-#define SQ_READERS 4
-
 /* How long a connection waits for a lock held by another connection or
  * process before the call fails with -EBUSY.  Five seconds: far longer
  * than any commit of ours, short enough that a stuck novactl shows up as
  * an error instead of a hang. */
 #define SQ_BUSY_MS 5000
-
-/* Writer statements, indexed by enum w_stmt. */
-enum w_stmt {
-	W_BEGIN,
-	W_COMMIT,
-	W_ROLLBACK,
-	W_LOOKUP,
-	W_PUT,
-	W_DEL,
-	W_REV_GET,
-	W_REV_SET,
-	W_COUNT
-};
 
 static const char *const w_sql[W_COUNT] = {
 	[W_BEGIN] = "BEGIN IMMEDIATE",
@@ -99,10 +71,17 @@ static const char *const w_sql[W_COUNT] = {
 	[W_DEL] = "DELETE FROM kv WHERE k = ?1",
 	[W_REV_GET] = "SELECT rev FROM kv_rev WHERE id = 0",
 	[W_REV_SET] = "UPDATE kv_rev SET rev = ?1 WHERE id = 0",
+	[W_LK_PUT] = "INSERT OR REPLACE INTO kv_lkey(k, lease) VALUES (?1, ?2)",
+	[W_LK_DEL] = "DELETE FROM kv_lkey WHERE k = ?1",
+	[W_LEASE_GET] = "SELECT deadline, boot, ttl FROM kv_lease WHERE id = ?1",
+	[W_LEASE_PUT] = ("INSERT OR REPLACE INTO kv_lease(id, ttl, deadline, boot) "
+			 "VALUES (?1, ?2, ?3, ?4)"),
+	[W_LEASE_DEL] = "DELETE FROM kv_lease WHERE id = ?1",
+	[W_LEASE_KEYS] = "DELETE FROM kv WHERE k IN (SELECT k FROM kv_lkey WHERE lease = ?1)",
+	[W_LEASE_LKS] = "DELETE FROM kv_lkey WHERE lease = ?1",
+	[W_LEASE_DUE] = "SELECT id FROM kv_lease WHERE deadline <= ?1 OR boot <> ?2 LIMIT 1",
+	[W_LEASE_MIN] = "SELECT count(*), min(deadline) FROM kv_lease",
 };
-
-/* Reader statements, indexed by enum r_stmt. */
-enum r_stmt { R_GET, R_FLOOR, R_RANGE_ASC, R_RANGE_DESC, R_COUNT };
 
 static const char *const r_sql[R_COUNT] = {
 	[R_GET] = "SELECT v, ver FROM kv WHERE k = ?1",
@@ -115,7 +94,9 @@ static const char *const r_sql[R_COUNT] = {
 			 "ORDER BY k DESC LIMIT ?3",
 };
 
-/* Created idempotently by the writer at every open, in one transaction. */
+/* Created idempotently by the writer at every open, in one transaction.
+ * kv_lease and kv_lkey (leases, invariant 5) are new in issue 14; a
+ * database made before them gains them here. */
 static const char schema_sql[] =
 	"BEGIN IMMEDIATE;"
 	"CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL,"
@@ -123,41 +104,12 @@ static const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS kv_rev(id INTEGER PRIMARY KEY"
 	" CHECK (id = 0), rev INTEGER NOT NULL);"
 	"INSERT OR IGNORE INTO kv_rev(id, rev) VALUES (0, 0);"
+	"CREATE TABLE IF NOT EXISTS kv_lease(id INTEGER PRIMARY KEY, ttl INTEGER NOT NULL,"
+	" deadline INTEGER NOT NULL, boot TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS kv_lkey(k BLOB PRIMARY KEY, lease INTEGER NOT NULL)"
+	" WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS kv_lkey_lease ON kv_lkey(lease);"
 	"COMMIT;";
-
-#define SQ_MAX_STMT ((int)W_COUNT > (int)R_COUNT ? (int)W_COUNT : (int)R_COUNT)
-
-/* One connection and its prepared statements; used by one thread at a
- * time (the holder of be->wlock, or the thread that took it from the
- * reader free list). */
-struct sq_conn {
-	sqlite3 *db;
-	sqlite3_stmt *st[SQ_MAX_STMT];
-	int nst;
-};
-
-/*
- * The backend.  Lock order: wlock and rlock are never held together
- * (a commit uses no reader; a reader never commits), and neither is held
- * while calling out of this file except to SQLite.
- */
-struct sq_be {
-	char *path; /* immutable */
-	int claim_fd; /* the flock of PATH-lock (sq_claim()); -1: not claimed */
-
-	pthread_mutex_t wlock;
-	struct sq_conn w;  /* protected by wlock */
-#ifndef NDEBUG
-	pthread_t wowner;  /* protected by wlock; meaningful while wheld */
-	bool wheld;        /* protected by wlock */
-#endif
-
-	pthread_mutex_t rlock;
-	pthread_cond_t rcond;         /* signalled when a reader is freed */
-	struct sq_conn r[SQ_READERS]; /* owned by whoever took it from rfree */
-	int rfree[SQ_READERS];        /* protected by rlock: free indices */
-	int nfree;                    /* protected by rlock */
-};
 
 /*
  * The one translation of SQLite result codes into errno (STYLE: one
@@ -165,7 +117,7 @@ struct sq_be {
  * database file, the operation and SQLite's message.  db may be NULL
  * (sqlite3_open_v2 out of memory).  Returns the negative errno.
  */
-static int sqlite_to_errno(const char *path, sqlite3 *db, int rc, const char *op)
+int sqlite_to_errno(const char *path, sqlite3 *db, int rc, const char *op)
 {
 	const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 	const char *hint = "";
@@ -206,7 +158,7 @@ static int sqlite_to_errno(const char *path, sqlite3 *db, int rc, const char *op
 	return err;
 }
 
-static void writer_lock(struct sq_be *be)
+void sq_writer_lock(struct sq_be *be)
 {
 	pthread_mutex_lock(&be->wlock);
 #ifndef NDEBUG
@@ -215,7 +167,7 @@ static void writer_lock(struct sq_be *be)
 #endif
 }
 
-static void writer_unlock(struct sq_be *be)
+void sq_writer_unlock(struct sq_be *be)
 {
 #ifndef NDEBUG
 	be->wheld = false;
@@ -223,7 +175,7 @@ static void writer_unlock(struct sq_be *be)
 	pthread_mutex_unlock(&be->wlock);
 }
 
-static void assert_writer_held(const struct sq_be *be)
+void sq_assert_writer_held(const struct sq_be *be)
 {
 #ifndef NDEBUG
 	assert(be->wheld && pthread_equal(be->wowner, pthread_self()));
@@ -256,7 +208,7 @@ static void reader_put(struct sq_be *be, struct sq_conn *c)
 
 /* Invariant 4: ready a statement for its next use.  The return value of
  * sqlite3_reset() repeats the last step's error, already handled. */
-static void st_done(sqlite3_stmt *st)
+void sq_st_done(sqlite3_stmt *st)
 {
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -264,7 +216,7 @@ static void st_done(sqlite3_stmt *st)
 
 /* Bind n bytes as a BLOB.  A zero-length blob needs a non-NULL pointer:
  * a NULL one binds SQL NULL, which compares as no key at all. */
-static int bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n)
+int sq_bind_blob(sqlite3_stmt *st, int i, const void *p, size_t n)
 {
 	return sqlite3_bind_blob64(st, i, n ? p : "", n, SQLITE_STATIC);
 }
@@ -398,12 +350,12 @@ fail:
 }
 
 /* Read the current revision (writer, lock held).  0 or -errno. */
-static int rev_get(struct sq_be *be, uint64_t *rev)
+int sq_rev_get(struct sq_be *be, uint64_t *rev)
 {
 	sqlite3_stmt *st = be->w.st[W_REV_GET];
 	int rc = sqlite3_step(st), err = 0;
 
-	assert_writer_held(be);
+	sq_assert_writer_held(be);
 	if (rc == SQLITE_ROW) {
 		*rev = (uint64_t)sqlite3_column_int64(st, 0);
 	} else if (rc == SQLITE_DONE) {
@@ -414,7 +366,7 @@ static int rev_get(struct sq_be *be, uint64_t *rev)
 	} else {
 		err = sqlite_to_errno(be->path, be->w.db, rc, "read revision");
 	}
-	st_done(st);
+	sq_st_done(st);
 	return err;
 }
 
@@ -429,6 +381,8 @@ static void sq_close(void *vbe)
 			conn_close(be->path, &be->r[i]);
 	if (be->w.db)
 		conn_close(be->path, &be->w);
+	assert(!be->watches); /* kv.h: every watch is closed before kv_close() */
+	pthread_mutex_destroy(&be->watch_lock);
 	pthread_cond_destroy(&be->rcond);
 	pthread_mutex_destroy(&be->rlock);
 	pthread_mutex_destroy(&be->wlock);
@@ -480,7 +434,7 @@ static int sq_integrity_check(void *vbe, kv_problem_fn problem, void *arg)
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	writer_lock(be);
+	sq_writer_lock(be);
 	rc = sqlite3_prepare_v2(be->w.db, "PRAGMA integrity_check", -1, &st, NULL);
 	while (rc == SQLITE_OK || rc == SQLITE_ROW) {
 		const char *row;
@@ -504,7 +458,7 @@ static int sq_integrity_check(void *vbe, kv_problem_fn problem, void *arg)
 						: sqlite_to_errno(be->path, be->w.db, rc,
 								  "integrity_check");
 	sqlite3_finalize(st);
-	writer_unlock(be);
+	sq_writer_unlock(be);
 	return rc;
 }
 
@@ -516,13 +470,18 @@ static int sq_get(void *vbe, const void *key, size_t klen, struct nv_buf *val,
 		  uint64_t *ver)
 {
 	struct sq_be *be = vbe;
-	struct sq_conn *c = reader_take(be);
-	sqlite3_stmt *st = c->st[R_GET];
+	struct sq_conn *c;
+	sqlite3_stmt *st;
 	const uint8_t *p;
 	size_t n;
 	int rc, err = 0;
+	int swept = sq_lease_sweep_due(be); /* invariant 5 */
 
-	rc = bind_blob(st, 1, key, klen);
+	if (swept)
+		return swept;
+	c = reader_take(be);
+	st = c->st[R_GET];
+	rc = sq_bind_blob(st, 1, key, klen);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -536,7 +495,7 @@ static int sq_get(void *vbe, const void *key, size_t klen, struct nv_buf *val,
 	} else {
 		err = sqlite_to_errno(be->path, c->db, rc, "get");
 	}
-	st_done(st);
+	sq_st_done(st);
 	reader_put(be, c);
 	return err;
 }
@@ -546,15 +505,20 @@ static int sq_floor(void *vbe, const void *key, size_t klen, const void *lo,
 		    uint64_t *ver)
 {
 	struct sq_be *be = vbe;
-	struct sq_conn *c = reader_take(be);
-	sqlite3_stmt *st = c->st[R_FLOOR];
+	struct sq_conn *c;
+	sqlite3_stmt *st;
 	const uint8_t *p;
 	size_t n;
 	int rc, err = 0;
+	int swept = sq_lease_sweep_due(be); /* invariant 5 */
 
-	rc = bind_blob(st, 1, key, klen);
+	if (swept)
+		return swept;
+	c = reader_take(be);
+	st = c->st[R_FLOOR];
+	rc = sq_bind_blob(st, 1, key, klen);
 	if (rc == SQLITE_OK)
-		rc = bind_blob(st, 2, lo, lolen);
+		rc = sq_bind_blob(st, 2, lo, lolen);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -573,7 +537,7 @@ static int sq_floor(void *vbe, const void *key, size_t klen, const void *lo,
 	} else {
 		err = sqlite_to_errno(be->path, c->db, rc, "floor");
 	}
-	st_done(st);
+	sq_st_done(st);
 	reader_put(be, c);
 	return err;
 }
@@ -589,14 +553,19 @@ static int sq_range(void *vbe, const void *start, size_t slen, const void *end,
 		    void *arg)
 {
 	struct sq_be *be = vbe;
-	struct sq_conn *c = reader_take(be);
-	sqlite3_stmt *st = c->st[reverse ? R_RANGE_DESC : R_RANGE_ASC];
+	struct sq_conn *c;
+	sqlite3_stmt *st;
 	sqlite3_int64 lim = (limit == 0 || limit > INT64_MAX) ? -1 : (sqlite3_int64)limit;
 	int rc, err = 0;
+	int swept = sq_lease_sweep_due(be); /* invariant 5 */
 
-	rc = bind_blob(st, 1, start, slen);
+	if (swept)
+		return swept;
+	c = reader_take(be);
+	st = c->st[reverse ? R_RANGE_DESC : R_RANGE_ASC];
+	rc = sq_bind_blob(st, 1, start, slen);
 	if (rc == SQLITE_OK)
-		rc = bind_blob(st, 2, end, elen);
+		rc = sq_bind_blob(st, 2, end, elen);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int64(st, 3, lim);
 	while (rc == SQLITE_OK || rc == SQLITE_ROW) {
@@ -618,7 +587,7 @@ static int sq_range(void *vbe, const void *start, size_t slen, const void *end,
 	}
 	if (rc != SQLITE_DONE)
 		err = sqlite_to_errno(be->path, c->db, rc, "range");
-	st_done(st);
+	sq_st_done(st);
 	reader_put(be, c);
 	return err;
 }
@@ -631,14 +600,14 @@ static int sq_range(void *vbe, const void *start, size_t slen, const void *end,
  * Step a statement that returns no rows we need (writer, lock held).
  * 0 or -errno (logged as op).
  */
-static int w_step(struct sq_be *be, sqlite3_stmt *st, int bind_rc, const char *op)
+int sq_w_step(struct sq_be *be, sqlite3_stmt *st, int bind_rc, const char *op)
 {
 	int rc = bind_rc == SQLITE_OK ? sqlite3_step(st) : bind_rc, err = 0;
 
-	assert_writer_held(be);
+	sq_assert_writer_held(be);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		err = sqlite_to_errno(be->path, be->w.db, rc, op);
-	st_done(st);
+	sq_st_done(st);
 	return err;
 }
 
@@ -652,7 +621,7 @@ static int cmp_check(struct sq_be *be, const struct kv_op *op)
 	bool ok = false;
 	int rc, err = 0;
 
-	rc = bind_blob(st, 1, op->key, op->klen);
+	rc = sq_bind_blob(st, 1, op->key, op->klen);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
@@ -673,7 +642,7 @@ static int cmp_check(struct sq_be *be, const struct kv_op *op)
 	} else {
 		err = sqlite_to_errno(be->path, be->w.db, rc, "compare");
 	}
-	st_done(st);
+	sq_st_done(st);
 	return err;
 }
 
@@ -685,15 +654,15 @@ static int write_apply(struct sq_be *be, const struct kv_op *op, uint64_t rev)
 
 	if (op->kind == KV_DEL) {
 		st = be->w.st[W_DEL];
-		return w_step(be, st, bind_blob(st, 1, op->key, op->klen), "delete");
+		return sq_w_step(be, st, sq_bind_blob(st, 1, op->key, op->klen), "delete");
 	}
 	st = be->w.st[W_PUT];
-	rc = bind_blob(st, 1, op->key, op->klen);
+	rc = sq_bind_blob(st, 1, op->key, op->klen);
 	if (rc == SQLITE_OK)
-		rc = bind_blob(st, 2, op->val, op->vlen);
+		rc = sq_bind_blob(st, 2, op->val, op->vlen);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int64(st, 3, (sqlite3_int64)rev);
-	return w_step(be, st, rc, "put");
+	return sq_w_step(be, st, rc, "put");
 }
 
 static int sq_commit(void *vbe, const struct kv_op *ops, size_t nops,
@@ -704,11 +673,14 @@ static int sq_commit(void *vbe, const struct kv_op *ops, size_t nops,
 	size_t i;
 	int err, rc;
 
-	writer_lock(be);
-	err = w_step(be, be->w.st[W_BEGIN], SQLITE_OK, "begin");
+	sq_writer_lock(be);
+	/* Invariant 5: a past-due lease goes before anything compares. */
+	err = atomic_load(&be->lease_due) <= nv_now_mono_ns() ? sq_lease_sweep(be) : 0;
+	if (!err)
+		err = sq_w_step(be, be->w.st[W_BEGIN], SQLITE_OK, "begin");
 	if (err)
 		goto out;
-	err = rev_get(be, &cur);
+	err = sq_rev_get(be, &cur);
 	next = cur;
 	for (i = 0; !err && i < nops; i++) {
 		if (ops[i].kind != KV_CMP_VER && ops[i].kind != KV_CMP_VAL)
@@ -717,28 +689,35 @@ static int sq_commit(void *vbe, const struct kv_op *ops, size_t nops,
 	}
 	if (!err && i < nops) {
 		next = cur + 1;
-		for (; !err && i < nops; i++)
+		for (; !err && i < nops; i++) {
 			err = write_apply(be, &ops[i], next);
+			if (!err && (ops[i].lease || be->leased))
+				err = sq_lease_bind(be, &ops[i]);
+		}
 		if (!err) {
 			sqlite3_stmt *st = be->w.st[W_REV_SET];
 
-			err = w_step(be, st,
+			err = sq_w_step(be, st,
 				     sqlite3_bind_int64(st, 1, (sqlite3_int64)next),
 				     "store revision");
 		}
 	}
 	if (!err)
-		err = w_step(be, be->w.st[W_COMMIT], SQLITE_OK, "commit");
+		err = sq_w_step(be, be->w.st[W_COMMIT], SQLITE_OK, "commit");
 	/* Invariant 2.  Some errors (I/O, full disk) already rolled back. */
 	if (err && !sqlite3_get_autocommit(be->w.db)) {
-		rc = w_step(be, be->w.st[W_ROLLBACK], SQLITE_OK, "rollback");
+		rc = sq_w_step(be, be->w.st[W_ROLLBACK], SQLITE_OK, "rollback");
 		(void)rc; /* logged; err is the error to report */
 	}
+	if (!err && next != cur)
+		atomic_store(&be->rev, next);
 out:
-	writer_unlock(be);
+	sq_writer_unlock(be);
 	if (err == -ECANCELED)
 		nv_log(NV_DEBUG, NV_SUB_META, "sqlite %s: compare failed at revision %" PRIu64,
 		       be->path, cur);
+	if (!err && next != cur)
+		sq_watch_notify(be, ops, nops, next); /* invariant 6 */
 	if (!err && rev)
 		*rev = next;
 	return err;
@@ -753,6 +732,12 @@ static const struct kv_backend_ops sq_ops = {
 	.commit = sq_commit,
 	.claim = sq_claim,
 	.integrity_check = sq_integrity_check,
+	.lease_grant = sq_lease_grant,
+	.lease_keepalive = sq_lease_keepalive,
+	.lease_revoke = sq_lease_revoke,
+	.watch_start = sq_watch_start,
+	.watch_stop = sq_watch_stop,
+	.status = sq_status,
 };
 
 /*
@@ -770,6 +755,21 @@ static void sqlite_global_init(void)
 	if (rc != SQLITE_OK)
 		nv_log(NV_DEBUG, NV_SUB_META,
 		       "sqlite: memory statistics stay on: %s", sqlite3_errstr(rc));
+}
+
+/* This boot's id, so leases of an earlier boot (whose CLOCK_MONOTONIC
+ * deadlines mean nothing now) count as expired; "" when unreadable. */
+static void read_boot_id(char *buf, size_t cap)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	buf[0] = 0;
+	if (f) {
+		if (!fgets(buf, (int)cap, f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = 0;
 }
 
 int sqlite_kv_open(const char *path, struct kv **out)
@@ -800,15 +800,21 @@ int sqlite_kv_open(const char *path, struct kv **out)
 	pthread_mutex_init(&be->wlock, NULL);
 	pthread_mutex_init(&be->rlock, NULL);
 	pthread_cond_init(&be->rcond, NULL);
+	pthread_mutex_init(&be->watch_lock, NULL);
+	atomic_init(&be->lease_due, UINT64_MAX);
+	read_boot_id(be->boot, sizeof(be->boot));
 
 	/* The writer first: it creates the file and the schema the readers
 	 * prepare against. */
 	rc = conn_open(path, &be->w, true);
 	if (rc)
 		goto fail;
-	writer_lock(be);
-	rc = rev_get(be, &rev);
-	writer_unlock(be);
+	sq_writer_lock(be);
+	rc = sq_rev_get(be, &rev);
+	if (!rc)
+		rc = sq_lease_due_load(be);
+	sq_writer_unlock(be);
+	atomic_init(&be->rev, rev);
 	if (rc)
 		goto fail;
 	for (int i = 0; i < SQ_READERS; i++) {

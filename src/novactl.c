@@ -1,7 +1,8 @@
 /*
  * novactl.c - the admin CLI beside the mount (novactl(8)).
  *
- *   novactl status [-o OPTS] [--json] a summary (mounted, buckets, streams,
+ *   novactl status [-o OPTS] [--json] the metastore and its members, a
+ *                                     summary (mounted, buckets, streams,
  *                                     bytes, settlement, problems), then
  *                                     chains, epochs, cursors, backlog per star
  *   novactl fsck   [-o OPTS] [--full] check the invariants (engine/fsck.h);
@@ -386,6 +387,7 @@ static int cmd_status(struct ctl *c)
 {
 	struct status_arg a = { .c = c };
 	struct summary sum = { 0 };
+	struct nv_buf ms;
 	int rc = summarize(c, &sum);
 
 	if (rc) {
@@ -396,9 +398,16 @@ static int cmd_status(struct ctl *c)
 		print_summary_json(c, &sum);
 		return 0;
 	}
+	/* Which metastore, and which of its members answer (kv_status()). */
+	nv_buf_init(&ms, 1 << 16);
+	rc = kv_status(c->stack.kv, &ms);
+	if (ms.len)
+		printf("%.*s", (int)ms.len, (const char *)ms.ptr);
+	nv_buf_free(&ms);
+	if (rc)
+		fprintf(stderr, "novactl: status: metastore: %s\n", strerror(-rc));
 	print_summary(c, &sum);
 	rc = meta_chain_list(c->stack.kv, status_chain, &a);
-
 	if (rc) {
 		fprintf(stderr, "novactl: status: %s\n", strerror(-rc));
 		return 1;

@@ -66,7 +66,7 @@
 	STR(location, "ZONE", "the first", STAR(location),                                    \
 	    "this star's zone in the express set")                                            \
 	STR(meta, "URL", "sqlite:DATA_DIR/meta.db", STAR(meta_url),                           \
-	    "metastore: sqlite:/path.db")                                                     \
+	    "metastore: sqlite:/path.db or etcd://H:P[;H:P...]/PREFIX[?opts]")                \
 	STR(star, "ID", "DATA_DIR/star-id", STAR(star_id), "star id, 1-32 of [a-z0-9-]")      \
 	NUM(backlog_mib, u, "N", 128, 1, 1u << 20, U_MIB, STAR(backlog_bytes),                \
 	    "admitted-but-unabsorbed budget")                                                 \

@@ -906,9 +906,26 @@ nv_store_prefix() {
 	printf 'novafs-it/%s/%s' "${NV_TMP##*/}" "$d"
 }
 
-# nv_store_opt: ",store=URL&prefix=P" when NOVAFS_TEST_STORE is set, else
-# nothing.
+# NOVAFS_TEST_META=URL (tests/etcd/t_etcd_suite.sh sets it to a throwaway
+# etcd, etcd://H:P;.../PREFIX[?opts]) does the same for the metastore:
+# meta=URL with the data dir's own sub-prefix, so a remount finds its rows
+# and no two data dirs share any.
+
+# nv_meta_opt: ",meta=URL" (PREFIX/<data dir>) when NOVAFS_TEST_META is set.
+nv_meta_opt() {
+	[ -n "${NOVAFS_TEST_META:-}" ] || return 0
+	case $NOVAFS_TEST_META in
+	*,*) fail "NOVAFS_TEST_META must not contain ',' (it is one -o option)" ;;
+	esac
+	local base=${NOVAFS_TEST_META%%\?*} q=
+	[[ $NOVAFS_TEST_META == *\?* ]] && q="?${NOVAFS_TEST_META#*\?}"
+	printf ',meta=%s/%s%s' "$base" "$(nv_store_prefix | tr '/' '-')" "$q"
+}
+
+# nv_store_opt: ",store=URL&prefix=P" when NOVAFS_TEST_STORE is set, and
+# nv_meta_opt's ",meta=URL" when NOVAFS_TEST_META is; else nothing.
 nv_store_opt() {
+	nv_meta_opt
 	[ -n "${NOVAFS_TEST_STORE:-}" ] || return 0
 	case $NOVAFS_TEST_STORE in
 	*,*) fail "NOVAFS_TEST_STORE must not contain ',' (it is one -o option)" ;;

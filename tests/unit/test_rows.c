@@ -891,6 +891,67 @@ static void expect_floor(struct kv *kv, bool by_byte, uint64_t stream, uint64_t 
 	meta_ref_clear(&r);
 }
 
+/* A ref of one slot (any length). */
+static void put_ref1(struct kv *kv, uint64_t stream, uint64_t fs, uint64_t es, uint64_t fb,
+		     uint64_t eb)
+{
+	struct meta_ref r;
+	struct meta_ref_slot sl = { 1, fs, fb, 0, 96 };
+	struct kv_txn *t = kv_txn_new();
+
+	meta_ref_init(&r);
+	r.stream_id = stream;
+	r.kind = META_REF_SPAN;
+	r.first_seq = fs;
+	r.end_seq = es;
+	r.first_byte = fb;
+	r.end_byte = eb;
+	r.cls = NV_CLASS_STANDARD;
+	strcpy(r.star, "s1");
+	r.epoch = 1;
+	assert_int_equal(meta_ref_add_slot(&r, &sl), 0);
+	assert_int_equal(meta_ref_txn_put(t, &r), 0);
+	assert_int_equal(kv_txn_commit(kv, t, NULL), 0);
+	kv_txn_free(t);
+	meta_ref_clear(&r);
+}
+
+/*
+ * ref_floor() looks in windows of growing width below pos (refs.c), so a
+ * floor lookup costs the refs near pos, not the stream's history.  Refs
+ * longer than several windows, and positions on window edges, still find
+ * the same floor an unbounded lookup finds.
+ */
+static void test_rows_ref_floor_windows(void **state)
+{
+	struct fx *f = *state;
+	const uint64_t big = 50000000, gb = 3000000000ull;
+
+	put_ref1(f->kv, 9, 0, 31, 0, 31);                 /* inside the first window */
+	put_ref1(f->kv, 9, 31, big, 31, gb);              /* longer than four windows */
+	put_ref1(f->kv, 9, big, big + 1, gb, gb + 1);
+	put_ref1(f->kv, 9, big + 1, big + 33, gb + 1, gb + 1); /* empty records */
+	put_ref1(f->kv, 9, big + 33, big + 34, gb + 1, gb + 2);
+	expect_floor(f->kv, false, 9, 30, 0, 0);
+	expect_floor(f->kv, false, 9, 31, 0, 31);
+	expect_floor(f->kv, false, 9, 32, 0, 31);
+	expect_floor(f->kv, false, 9, 31 + 32, 0, 31);     /* on the first edge */
+	expect_floor(f->kv, false, 9, big - 1, 0, 31);
+	expect_floor(f->kv, false, 9, big, 0, big);
+	expect_floor(f->kv, false, 9, big + 32, 0, big + 1);
+	expect_floor(f->kv, false, 9, UINT64_MAX - 1, 0, big + 33);
+	expect_floor(f->kv, true, 9, 31 + (32 << 10), 0, 31);
+	expect_floor(f->kv, true, 9, gb - 1, 0, 31);
+	expect_floor(f->kv, true, 9, gb, 0, big);
+	expect_floor(f->kv, true, 9, gb + 1, 0, big + 33); /* the one with data (refs.c) */
+	expect_floor(f->kv, true, 9, UINT64_MAX - 1, 0, big + 33);
+	/* Nothing below the first ref, even with every window tried. */
+	put_ref1(f->kv, 10, 1000000, 1000001, 1ull << 40, (1ull << 40) + 1);
+	expect_floor(f->kv, false, 10, 999999, -ENOENT, 0);
+	expect_floor(f->kv, true, 10, (1ull << 40) - 1, -ENOENT, 0);
+	expect_floor(f->kv, true, 10, UINT64_MAX - 1, 0, 1000000);
+}
+
 static void test_rows_ref_floor_boundaries(void **state)
 {
 	struct fx *f = *state;
@@ -1666,6 +1727,7 @@ int main(void)
 		cmocka_unit_test(test_rows_ref_decode_hostile),
 		T(test_rows_ref_floor_boundaries),
 		T(test_rows_ref_settled_end),
+		T(test_rows_ref_floor_windows),
 		T(test_rows_ref_byte_index_same_value),
 		T(test_rows_ref_empty_ref_shares_byte_key),
 		T(test_rows_ref_list_paging),
