@@ -1,9 +1,9 @@
 /*
  * novactl.c - the admin CLI beside the mount (novactl(8)).
  *
- *   novactl status [-o OPTS] [--json] the metastore and its members, a
- *                                     summary (mounted, buckets, streams,
- *                                     bytes, settlement, problems), then
+ *   novactl status [-o OPTS] [--json] a summary (mounted, buckets, streams,
+ *                                     bytes, settlement, problems), the
+ *                                     metastore and its members, then
  *                                     chains, epochs, cursors, backlog per star
  *   novactl fsck   [-o OPTS] [--full] check the invariants (engine/fsck.h);
  *                                     exit 1 on any violation
@@ -348,8 +348,8 @@ static void print_summary(const struct ctl *c, const struct summary *s)
 
 	printf("novafs data directory %s: %s\n", c->data_dir,
 	       s->mounted ? "mounted (a novafs daemon holds its lock)" : "not mounted");
-	printf("  %" PRIu64 " buckets, %" PRIu64 " streams, %" PRIu64 " bytes", s->buckets,
-	       s->streams, s->bytes);
+	printf("  %" PRIu64 " bucket%s, %" PRIu64 " stream%s, %" PRIu64 " bytes", s->buckets,
+	       s->buckets == 1 ? "" : "s", s->streams, s->streams == 1 ? "" : "s", s->bytes);
 	if (s->deleted)
 		printf(" (%" PRIu64 " deleted streams being reclaimed)", s->deleted);
 	printf("\n  settlement: %" PRIu64 " unsettled batch%s", s->markers,
@@ -398,6 +398,7 @@ static int cmd_status(struct ctl *c)
 		print_summary_json(c, &sum);
 		return 0;
 	}
+	print_summary(c, &sum);
 	/* Which metastore, and which of its members answer (kv_status()). */
 	nv_buf_init(&ms, 1 << 16);
 	rc = kv_status(c->stack.kv, &ms);
@@ -406,7 +407,6 @@ static int cmd_status(struct ctl *c)
 	nv_buf_free(&ms);
 	if (rc)
 		fprintf(stderr, "novactl: status: metastore: %s\n", strerror(-rc));
-	print_summary(c, &sum);
 	rc = meta_chain_list(c->stack.kv, status_chain, &a);
 	if (rc) {
 		fprintf(stderr, "novactl: status: %s\n", strerror(-rc));
