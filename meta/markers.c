@@ -211,3 +211,60 @@ int meta_marker_list(struct kv *kv, unsigned cls, const char *star, uint64_t epo
 	free(pg);
 	return rc < 0 ? rc : 0;
 }
+
+/* ------------------------------------------------------------ ripening */
+
+struct ripen_find {
+	uint64_t slot;
+	struct meta_marker m; /* the copy found (streams owned) */
+	int found;
+};
+
+static int ripen_find(void *arg, const struct meta_marker *m)
+{
+	struct ripen_find *n = arg;
+
+	if (m->first_slot > n->slot)
+		return 1;
+	if (n->slot >= m->end_slot)
+		return 0;
+	n->m = *m;
+	n->m.streams = malloc((m->nstreams ? m->nstreams : 1) * sizeof(*m->streams));
+	if (!n->m.streams)
+		return -ENOMEM;
+	memcpy(n->m.streams, m->streams, m->nstreams * sizeof(*m->streams));
+	n->found = 1;
+	return 1;
+}
+
+int meta_marker_ripen(struct kv *kv, unsigned cls, const char *star, uint64_t epoch,
+		      uint64_t slot, uint64_t stream, uint64_t ripe_ns)
+{
+	struct ripen_find n = { .slot = slot };
+	struct kv_txn *t;
+	bool moved = false;
+	int rc = meta_marker_list(kv, cls, star, epoch, ripen_find, &n);
+
+	if (rc || !n.found) {
+		meta_marker_clear(&n.m);
+		return rc ? rc : -ENOENT;
+	}
+	for (uint32_t i = 0; i < n.m.nstreams; i++)
+		if (n.m.streams[i].stream_id == stream && n.m.streams[i].ripe_ns > ripe_ns) {
+			n.m.streams[i].ripe_ns = ripe_ns;
+			moved = true;
+		}
+	if (!moved) {
+		meta_marker_clear(&n.m);
+		return 0;
+	}
+	if (ripe_ns < n.m.ripe_ns)
+		n.m.ripe_ns = ripe_ns;
+	t = kv_txn_new();
+	rc = t ? meta_marker_txn_put(t, &n.m) : -ENOMEM;
+	if (!rc)
+		rc = kv_txn_commit(kv, t, NULL);
+	kv_txn_free(t);
+	meta_marker_clear(&n.m);
+	return rc ? rc : 1;
+}

@@ -65,6 +65,19 @@ int meta_marker_txn_put(struct kv_txn *t, const struct meta_marker *m)
 int meta_marker_txn_del(struct kv_txn *t, unsigned cls, const char *star,
 			uint64_t epoch, uint64_t first_slot) __attribute__((warn_unused_result));
 
+/*
+ * Make stream's part of the chain's marker holding slot ripen by ripe_ns
+ * (wall clock; never later than it already does; the marker's own ripe
+ * time follows its first stream).  1 when the marker was rewritten, 0
+ * when it already ripened by then or does not hold the stream, -ENOENT
+ * when no marker holds slot (resolved already), or a kv error.  Used to
+ * settle a stream's earlier history with its due batch (settle_nudge(),
+ * engine/settle/era.c).
+ */
+int meta_marker_ripen(struct kv *kv, unsigned cls, const char *star, uint64_t epoch,
+		      uint64_t slot, uint64_t stream, uint64_t ripe_ns)
+	__attribute__((warn_unused_result));
+
 /* Visit the markers of one chain in slot order; fn gets a decoded marker
  * (borrowed for the call). */
 typedef int (*meta_marker_fn)(void *arg, const struct meta_marker *m);

@@ -186,67 +186,21 @@ int settle_era_collect(struct era *e)
 
 /* ------------------------------------------------------------ nudge */
 
-struct nudge {
-	uint64_t slot;
-	struct meta_marker m; /* the copy found (streams owned) */
-	int found;
-};
-
-static int nudge_find(void *arg, const struct meta_marker *m)
-{
-	struct nudge *n = arg;
-
-	if (m->first_slot > n->slot)
-		return 1;
-	if (n->slot >= m->end_slot)
-		return 0;
-	n->m = *m;
-	n->m.streams = malloc((m->nstreams ? m->nstreams : 1) * sizeof(*m->streams));
-	if (!n->m.streams)
-		return -ENOMEM;
-	memcpy(n->m.streams, m->streams, m->nstreams * sizeof(*m->streams));
-	n->found = 1;
-	return 1;
-}
-
 int settle_nudge(const struct settle_cfg *cfg, const struct meta_ref *r, uint64_t stream,
 		 uint64_t ripe_ns)
 {
-	struct nudge n = { .slot = r->nslots ? r->slots[0].slot : 0 };
-	struct kv_txn *t;
-	bool moved = false;
+	uint64_t slot = r->nslots ? r->slots[0].slot : 0;
 	int rc;
 
 	if (r->kind != META_REF_SPAN || !r->nslots)
 		return -ENOENT;
-	rc = meta_marker_list(cfg->kv, r->cls, r->star, r->epoch, nudge_find, &n);
-	if (rc || !n.found) {
-		meta_marker_clear(&n.m);
-		return rc ? rc : -ENOENT;
-	}
-	for (uint32_t i = 0; i < n.m.nstreams; i++)
-		if (n.m.streams[i].stream_id == stream && n.m.streams[i].ripe_ns > ripe_ns) {
-			n.m.streams[i].ripe_ns = ripe_ns;
-			moved = true;
-		}
-	if (!moved) {
-		meta_marker_clear(&n.m);
-		return 0;
-	}
-	if (ripe_ns < n.m.ripe_ns)
-		n.m.ripe_ns = ripe_ns;
-	t = kv_txn_new();
-	rc = t ? meta_marker_txn_put(t, &n.m) : -ENOMEM;
-	if (!rc)
-		rc = kv_txn_commit(cfg->kv, t, NULL);
-	kv_txn_free(t);
-	if (!rc)
+	rc = meta_marker_ripen(cfg->kv, r->cls, r->star, r->epoch, slot, stream, ripe_ns);
+	if (rc == 1)
 		nv_log(NV_INFO, NV_SUB_SETTLE, "stream %llu: due, its earlier history waits in "
 		       "%s/%s epoch %llu slot %llu: ripened there too", (unsigned long long)stream,
 		       nv_class_name(r->cls), r->star, (unsigned long long)r->epoch,
-		       (unsigned long long)n.slot);
-	meta_marker_clear(&n.m);
-	return rc;
+		       (unsigned long long)slot);
+	return rc < 0 ? rc : 0;
 }
 
 /* ------------------------------------------------------------ judge */
