@@ -316,6 +316,15 @@ int kv_txn_commit(struct kv *kv, struct kv_txn *t, uint64_t *rev)
 	if (t->committed)
 		return -EINVAL;
 	t->committed = true;
+	if (t->nops > t->nwrites && t->nops > KV_TXN_SAFE_OPS) {
+		/* A CAS must fit every backend whole (kv.h, Splitting): refused
+		 * here on every backend, so a caller that builds one too large
+		 * fails its tests on SQLite too, not first on etcd. */
+		nv_log(NV_ERR, NV_SUB_META, "%s: a transaction with compares has %zu operations, "
+		       "more than the %d every backend takes whole", kv->name, t->nops,
+		       KV_TXN_SAFE_OPS);
+		return -E2BIG;
+	}
 	if (!t->mixed)
 		return backend_commit(kv, t->ops, t->nops, rev);
 

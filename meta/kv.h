@@ -46,9 +46,10 @@
  *    idempotent to rewrite, and publishes them with a later small CAS
  *    (the chain checkpoint); every other transaction in the tree is a
  *    CAS of a few rows (settle's catalog commit: 1 compare, 3 writes).
- *  - A transaction WITH compares is never split: one that does not fit
- *    is -E2BIG (nothing written).  Callers keep CAS transactions small
- *    (KV_TXN_SAFE_OPS operations fit every backend).
+ *  - A transaction WITH compares is never split: one of more than
+ *    KV_TXN_SAFE_OPS operations is -E2BIG (nothing written) on every
+ *    backend (kv.c refuses it before the backend sees it, so SQLite runs
+ *    catch a caller that would fail on etcd).
  */
 #ifndef NOVAFS_META_KV_H
 #define NOVAFS_META_KV_H

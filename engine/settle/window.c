@@ -65,7 +65,11 @@ void settle_job_done(struct settle_job *j, enum outcome o)
 	j->state = JOB_DONE;
 }
 
-#define DELETE_TXN_REFS 128 /* covered span refs deleted per transaction */
+/* Covered span refs deleted per transaction: each is a compare and two
+ * deletes (meta_ref_txn_del_ver()), and a transaction with compares must
+ * fit every backend whole (kv.h KV_TXN_SAFE_OPS; etcd refuses more than
+ * 128 operations per transaction branch with -E2BIG). */
+#define DELETE_TXN_REFS (KV_TXN_SAFE_OPS / 3)
 
 /* Delete keys[0..n) (each at the version read, with its twin) in one
  * transaction; with one_by_one, one transaction each, a lost race

@@ -694,8 +694,8 @@ static void test_kv_big_txn_atomic(void **state)
 	char key[32];
 	int rc;
 
-	/* 10,000 writes and a failing compare at the end: none land.  A
-	 * backend that cannot take it in one request refuses it whole
+	/* 10,000 writes and a failing compare at the end: none land.  A CAS
+	 * larger than KV_TXN_SAFE_OPS is refused whole, by every backend
 	 * (kv.h "Splitting": a CAS never splits). */
 	t = kv_txn_new();
 	for (int i = 0; i < BIG; i++) {
@@ -705,7 +705,7 @@ static void test_kv_big_txn_atomic(void **state)
 	assert_int_equal(kv_txn_cmp_ver(t, S("big/guard"), 99), 0);
 	assert_int_equal(kv_txn_nwrites(t), BIG);
 	rc = kv_txn_commit(f->kv, t, NULL);
-	assert_true(rc == -ECANCELED || (f->etcd && rc == -E2BIG));
+	assert_int_equal(rc, -E2BIG);
 	kv_txn_free(t);
 	assert_int_equal(kv_range(f->kv, S("big/"), S("big0"), 0, false, count_fn,
 				  &c), 0);
