@@ -633,6 +633,7 @@ static void teardown(struct daemon *d)
 	nova_fs_free(d->fs);
 	free(d->fopts.mountpoint);
 	opts_free(&d->o);
+	fuse_opt_free_args(&d->args); /* fuse_opt_add_arg() copied argv */
 }
 
 int main(int argc, char **argv)
