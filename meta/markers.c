@@ -192,8 +192,13 @@ int meta_marker_list(struct kv *kv, unsigned cls, const char *star, uint64_t epo
 		pg->n = 0;
 		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, MARK_PAGE,
 			      false, mark_visit, pg);
-		if (rc < 0)
+		if (rc < 0) {
+			/* The range failed part way (a damaged database): the
+			 * rows decoded so far are ours to free. */
+			for (int i = 0; i < pg->n; i++)
+				meta_marker_clear(&pg->rows[i]);
 			break;
+		}
 		rc = 0;
 		n = pg->n;
 		next = n ? pg->rows[n - 1].first_slot + 1 : 0;

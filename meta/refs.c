@@ -552,8 +552,12 @@ int meta_ref_list(struct kv *kv, uint64_t stream, uint64_t from_seq, size_t limi
 		pg->n = 0;
 		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, LIST_PAGE,
 			      false, list_visit, pg);
-		if (rc < 0)
+		if (rc < 0) {
+			/* The range failed part way: free what was decoded. */
+			for (int i = 0; i < pg->n; i++)
+				meta_ref_clear(&pg->refs[i]);
 			break;
+		}
 		rc = 0;
 		n = pg->n;
 		next = n ? pg->refs[n - 1].first_seq + 1 : 0;
