@@ -72,10 +72,8 @@ struct star {
 	_Atomic uint64_t epochs[NV_CLASS_COUNT];
 };
 
-const char *star_id(const struct star *st)
-{
-	return st->id;
-}
+const char *star_id(const struct star *st) { return st->id; }
+const char *star_listen_addr(const struct star *st) { return st->cfg.listen_addr; }
 
 uint64_t star_epoch(const struct star *st, unsigned cls)
 {

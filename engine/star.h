@@ -89,6 +89,8 @@ struct star_cfg {
 	const char *location;      /* the star's zone in the express set */
 	const char *meta_url;      /* NULL: sqlite:DATA_DIR/meta.db */
 	const char *star_id;       /* NULL: DATA_DIR/star-id, created on first start */
+	const char *listen_addr;   /* NULL: no star API; else ADDR:PORT (registry row) */
+	const char *cluster_secret_file; /* NULL: none; the star API's credential */
 	const char *store_faults;  /* testing: a fault.h spec wrapping the store */
 	uint64_t backlog_bytes;
 	uint64_t tail_cache_bytes;
@@ -136,6 +138,8 @@ int star_open(const struct star_cfg *cfg, struct star **out) __attribute__((warn
 int star_close(struct star *st);
 
 const char *star_id(const struct star *st);
+/* listen= (NULL: the star serves no star API). */
+const char *star_listen_addr(const struct star *st);
 uint64_t star_epoch(const struct star *st, unsigned cls);
 struct nv_stats *star_stats(struct star *st);
 

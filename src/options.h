@@ -68,6 +68,10 @@
 	STR(meta, "URL", "sqlite:DATA_DIR/meta.db", STAR(meta_url),                           \
 	    "metastore: sqlite:/path.db or etcd://H:P[;H:P...]/PREFIX[?opts]")                \
 	STR(star, "ID", "DATA_DIR/star-id", STAR(star_id), "star id, 1-32 of [a-z0-9-]")      \
+	STR(listen, "ADDR:PORT", "off", STAR(listen_addr),                                    \
+	    "serve the star API here (several stars share one metastore)")                    \
+	STR(cluster_secret_file, "FILE", "none", STAR(cluster_secret_file),                   \
+	    "the cluster credential every star API request must carry")                       \
 	NUM(backlog_mib, u, "N", 128, 1, 1u << 20, U_MIB, STAR(backlog_bytes),                \
 	    "admitted-but-unabsorbed budget")                                                 \
 	NUM(tail_window_cache_mib, u, "N", 128, 0, 1u << 20, U_MIB, STAR(tail_cache_bytes),   \
