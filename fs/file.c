@@ -7,6 +7,9 @@
  * reads in the follow view (fs/follow.c; open, read, poll and release of
  * a follow handle are handed to it).
  *
+ * A stream another star leads (the engine's -STAR_ENOTOWNER) is appended
+ * to and hot-read at its holder through fs/remote.h.
+ *
  * Handles: an open stream gets a struct fs_file (its stream reference,
  * a read-ahead reader, whether the handle bypasses the page cache).
  *
@@ -45,7 +48,9 @@
  */
 #include "config.h"
 #include "fs/file.h"
+#include "engine/lease.h"
 #include "fs/follow.h"
+#include "fs/remote.h"
 #include "fs/session.h"
 #include "src/base/log.h"
 
@@ -269,6 +274,13 @@ void fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* Fill the whole request across tiers (fs.h): a short read is the
 	 * end of the stream. */
 	rc = fs_handle_read(fs->star, f->stream, f->reader, (uint64_t)off, buf, size, &done);
+	if (rc == -STAR_ENOTOWNER) { /* a hot page another star leads (fs/remote.h) */
+		size_t more = 0;
+
+		rc = fs_remote_read(fs, f->stream, (uint64_t)off + done, buf + done, size - done,
+				    &more);
+		done += more;
+	}
 	/* An error fails the whole request, even after some pages: a short
 	 * reply means end-of-file to the kernel (it would shrink its i_size
 	 * and cache zeros), so partial data here would be silently wrong. */
@@ -410,6 +422,14 @@ void fs_file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		rc = append_admit(fs, f, req, w, buf);
 	else
 		rc = star_append(fs->star, f->stream, buf, size, write_done, w, NULL);
+	if (rc == -STAR_ENOTOWNER) { /* another star leads it (fs/remote.h) */
+		rc = fs_remote_append(fs, f->stream, buf, size);
+		if (rc == 0) {
+			free(w);
+			fuse_reply_write(req, size);
+			return;
+		}
+	}
 	if (rc) {
 		free(w);
 		if (rc != -ENOENT)

@@ -143,6 +143,11 @@ void nova_fs_set_star(struct nova_fs *fs, struct star *st)
 		nv_log(NV_ERR, NV_SUB_FS, "the follow view could not start: its reads fail");
 }
 
+void nova_fs_set_client(struct nova_fs *fs, struct api_client *cl)
+{
+	fs->client = cl;
+}
+
 void nova_fs_set_session(struct nova_fs *fs, struct fuse_session *se)
 {
 	fs->se = se;

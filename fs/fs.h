@@ -56,6 +56,11 @@ int nova_fs_check_durable(const char *v) __attribute__((warn_unused_result));
 /* Attach the engine (borrowed until nova_fs_free()) and start the follow
  * view (if it cannot start, its reads fail; logged). */
 void nova_fs_set_star(struct nova_fs *fs, struct star *st);
+/* The cluster client (borrowed until nova_fs_free(); NULL: none): how
+ * an append or a hot read of a stream another star leads reaches the
+ * holder (fs/remote.h).  Set before the session serves. */
+struct api_client;
+void nova_fs_set_client(struct nova_fs *fs, struct api_client *cl);
 /* Attach the session (borrowed; NULL detaches it once the loop ended). */
 void nova_fs_set_session(struct nova_fs *fs, struct fuse_session *se);
 

@@ -10,7 +10,8 @@
  * or anything src/ calls (fs/fs.h).
  *
  * Locking: everything here is written before the session starts serving
- * (nova_fs_new(), nova_fs_set_star(), nova_fs_set_session()) and only
+ * (nova_fs_new(), nova_fs_set_star(), nova_fs_set_client(),
+ * nova_fs_set_session()) and only
  * read while it serves, except the node table (its own lock, fs/node.h)
  * and `se`, which nova_fs_set_session(fs, NULL) clears after the session
  * loop has ended.
@@ -33,6 +34,7 @@
 #include "fs/node.h"
 
 struct follow;
+struct api_client;
 
 struct nova_fs {
 	struct fs_cfg cfg;
@@ -42,6 +44,7 @@ struct nova_fs {
 	struct fuse_session *se;      /* borrowed; NULL: no invalidations */
 	struct fs_nodes nodes;        /* the node table (fs/node.h) */
 	struct follow *follow;        /* the follow view's worker (fs/follow.h) */
+	struct api_client *client;    /* borrowed; NULL: no cluster secret (fs/remote.h) */
 	pthread_key_t bufkey;         /* per-thread read buffer (fs/file.c) */
 	struct timespec started;      /* the root's times */
 };

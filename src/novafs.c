@@ -10,9 +10,10 @@
  * Start-up order (main()): parse_args() (opts_parse(), opts_check()) ->
  * setup_process() (check_mountpoint()) -> daemonize() (the parent waits for the child's
  * verdict on a pipe, so start-up errors reach the terminal) ->
- * start_engine() (recovery runs in star_open()) -> mount_and_serve().
+ * start_engine() (load_cluster(), then star_open(): recovery runs there,
+ * then start_api()) -> mount_and_serve().
  * Shut-down order (mount_and_serve(), then teardown()): the loop ends ->
- * close the engine (flush, drain, absorb, mark epochs settled) while the
+ * stop the star API (api_server_stop()) -> close the engine (flush, drain, absorb, mark epochs settled) while the
  * device is open -> unmount -> free.
  *
  * Invariants:
@@ -25,6 +26,9 @@
  *     without a syslog socket) or syslog gets the lines.
  */
 #include "config.h"
+#include "api/auth.h"
+#include "api/client.h"
+#include "api/server.h"
 #include "engine/star.h"
 #include "fs/fs.h"
 #include "src/base/clock.h"
@@ -300,6 +304,9 @@ struct daemon {
 	struct nova_fs *fs;
 	struct fuse_session *se;
 	struct star *st;
+	struct api_secret *secret;  /* -o cluster_secret_file; NULL: none */
+	struct api_client *client;  /* with a secret: fs/ reaches other stars */
+	struct api_server *api;     /* -o listen: the star API */
 };
 
 /*
@@ -484,6 +491,58 @@ static int daemonize(struct daemon *d)
 	return 0;
 }
 
+/* The cluster secret and client: listen= needs the secret; a secret
+ * alone makes this mount a client of the stars that lead its streams.
+ * 0 or -1 (said why on the terminal). */
+static int load_cluster(struct daemon *d)
+{
+	struct api_client_cfg ccfg = { 0 };
+	const char *why = "";
+	int rc;
+
+	if (d->o.listen && !d->o.cluster_secret_file) {
+		fprintf(stderr, "novafs: listen=%s needs cluster_secret_file= (every star API "
+			"request must carry the cluster secret)\n", d->o.listen);
+		return -1;
+	}
+	if (!d->o.cluster_secret_file)
+		return 0;
+	rc = api_secret_load(d->o.cluster_secret_file, &d->secret, &why);
+	if (rc) {
+		fprintf(stderr, "novafs: %s: %s (%s)\n", d->o.cluster_secret_file, why,
+			strerror(-rc));
+		return -1;
+	}
+	ccfg.secret = d->secret;
+	if (api_client_new(&ccfg, &d->client)) {
+		fprintf(stderr, "novafs: cannot start the cluster client: out of memory\n");
+		return -1;
+	}
+	nova_fs_set_client(d->fs, d->client);
+	return 0;
+}
+
+/* The star API on listen= (after star_open()).  0 or -1 (said why). */
+static int start_api(struct daemon *d, size_t max_body)
+{
+	struct api_server_cfg acfg = { 0 };
+	int rc;
+
+	if (!d->o.listen)
+		return 0;
+	acfg.listen = d->o.listen;
+	acfg.secret = d->secret;
+	acfg.star = d->st;
+	acfg.max_body = max_body;
+	rc = api_server_start(&acfg, &d->api);
+	if (rc) {
+		fprintf(stderr, "novafs: cannot serve the star API on %s: %s\n", d->o.listen,
+			strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
 /* The translation layer, the FUSE session and the engine, in that order.
  * 0 or -1; what was made is undone by teardown(). */
 static int start_engine(struct daemon *d)
@@ -499,7 +558,7 @@ static int start_engine(struct daemon *d)
 	fcfg.uid = getuid();
 	fcfg.gid = getgid();
 	fcfg.data_dir = d->dd;
-	if (nova_fs_new(&fcfg, &d->fs))
+	if (nova_fs_new(&fcfg, &d->fs) || load_cluster(d))
 		return -1;
 	scfg.data_dir = d->dd;
 	if (!scfg.store_faults)
@@ -523,7 +582,7 @@ static int start_engine(struct daemon *d)
 		return -1;
 	}
 	nova_fs_set_star(d->fs, d->st);
-	return 0;
+	return start_api(d, fcfg.max_write);
 }
 
 /* Mounted: tell the waiting parent, and let go of the terminal. */
@@ -610,7 +669,11 @@ static int mount_and_serve(struct daemon *d)
 	/* While the device is still open (a signal ended the loop; after
 	 * fusermount3 -u nobody is listening anyway): parked follow reads
 	 * get their end-of-file, the engine acknowledges its last appends,
-	 * and only then is the filesystem unmounted. */
+	 * and only then is the filesystem unmounted.  The star API first:
+	 * its appends are acked and its subscriptions ended while the
+	 * engine still runs. */
+	api_server_stop(d->api);
+	d->api = NULL;
 	nova_fs_shutdown(d->fs);
 	rc = star_close(d->st);
 	d->st = NULL;
@@ -621,6 +684,7 @@ static int mount_and_serve(struct daemon *d)
 /* Undo whatever start_engine() made and mount_and_serve() left. */
 static void teardown(struct daemon *d)
 {
+	api_server_stop(d->api);
 	if (d->st) {
 		nova_fs_shutdown(d->fs);
 		(void)star_close(d->st);
@@ -631,6 +695,8 @@ static void teardown(struct daemon *d)
 	}
 	tell_parent(d->status_fd, 1);
 	nova_fs_free(d->fs);
+	api_client_free(d->client);
+	api_secret_free(d->secret);
 	free(d->fopts.mountpoint);
 	opts_free(&d->o);
 	fuse_opt_free_args(&d->args); /* fuse_opt_add_arg() copied argv */

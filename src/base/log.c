@@ -28,6 +28,7 @@ static const char *const subsys_names[NV_SUB_COUNT] = {
 	[NV_SUB_SETTLE] = "settle",   [NV_SUB_TRIM] = "trim",
 	[NV_SUB_RECOVER] = "recover", [NV_SUB_CACHE] = "cache",
 	[NV_SUB_WAKE] = "wake",       [NV_SUB_FAILPOINT] = "failpoint",
+	[NV_SUB_API] = "api",
 };
 
 static const char *const level_names[] = { "ERROR", "WARN", "INFO", "DEBUG" };

@@ -38,6 +38,7 @@ enum nv_subsys {
 	NV_SUB_CACHE,
 	NV_SUB_WAKE,
 	NV_SUB_FAILPOINT,
+	NV_SUB_API,
 	NV_SUB_COUNT
 };
 

@@ -1,0 +1,505 @@
+/*
+ * client.c - see client.h: the cluster client over libcurl.
+ *
+ * For: one pool of easy handles (each keeps its connections alive), the
+ * redial rule, the epoch memory, and the subscription frame reader.
+ * Not for: who leads (the caller), the wire forms (api/wire.c).
+ *
+ * One call (call()):
+ *
+ *   dial holder h --200--> done
+ *                 --421 NOT_OWNER {h'}--> h' stale (epoch below the
+ *                       remembered one)? -STAR_ENOTOWNER
+ *                       : remember h'.epoch; redialed already?
+ *                         -STAR_ENOTOWNER : dial h' (once)
+ *                 --other status / transport error--> -errno (client.h)
+ *
+ * Locking: cl->lock guards the free-handle stack and the epoch table;
+ * it is never held across a request.
+ *
+ * Invariants: those of client.h.
+ */
+#include "config.h"
+#include "api/client.h"
+#include "api/wire.h"
+#include "src/base/buf.h"
+#include "src/base/log.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_HANDLES 8
+#define DEFAULT_CONNECT_MS 2000
+#define DEFAULT_TIMEOUT_MS 30000
+/* A subscription whose holder sends nothing (not even a heartbeat, every
+ * 5 s: api/server.h) for this long is dead. */
+#define SUB_SILENT_S 20
+
+struct epoch_slot {
+	uint64_t key;   /* hash of bucket/stream; 0: empty */
+	uint64_t epoch;
+};
+
+struct api_client {
+	struct api_client_cfg cfg;
+	char auth[API_SECRET_MAX + 32]; /* "Authorization: Bearer ..." */
+	pthread_mutex_t lock;
+	pthread_cond_t freed;           /* a handle came back */
+	CURL **free_h;                  /* lock: the free stack */
+	unsigned nfree;                 /* lock */
+	struct epoch_slot epochs[API_EPOCH_SLOTS]; /* lock */
+};
+
+/* What a request sends and where its reply goes. */
+struct xfer {
+	const char *method;             /* "GET" or "POST" */
+	char url[API_PATH_MAX + 128];
+	const void *body;
+	size_t len;
+	struct nv_buf reply;            /* non-subscription replies */
+	long status;
+	/* Subscriptions: the frame reader. */
+	api_sub_fn fn;
+	void *arg;
+	int fn_rc;
+	char line[API_LINE_MAX + 1];
+	size_t line_len;
+	struct api_frame frame;         /* the current data frame, or the last frame */
+	bool in_data, ended;
+	struct nv_buf data;
+	uint64_t cursor;                /* the next byte wanted */
+	CURL *easy;                     /* during perform() */
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int api_client_new(const struct api_client_cfg *cfg, struct api_client **out)
+{
+	struct api_client *cl = calloc(1, sizeof(*cl));
+	unsigned n = cfg->max_handles ? cfg->max_handles : DEFAULT_HANDLES;
+
+	if (!cl)
+		return -ENOMEM;
+	pthread_once(&curl_once, curl_init_once);
+	cl->cfg = *cfg;
+	cl->cfg.max_handles = n;
+	if (!cl->cfg.connect_timeout_ms)
+		cl->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;
+	if (!cl->cfg.timeout_ms)
+		cl->cfg.timeout_ms = DEFAULT_TIMEOUT_MS;
+	snprintf(cl->auth, sizeof(cl->auth), "Authorization: Bearer %s",
+		 api_secret_text(cfg->secret));
+	cl->free_h = calloc(n, sizeof(*cl->free_h));
+	for (unsigned i = 0; cl->free_h && i < n; i++) {
+		cl->free_h[i] = curl_easy_init();
+		if (!cl->free_h[i])
+			break;
+		cl->nfree++;
+	}
+	if (!cl->free_h || cl->nfree < n) {
+		api_client_free(cl);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&cl->lock, NULL);
+	pthread_cond_init(&cl->freed, NULL);
+	*out = cl;
+	return 0;
+}
+
+void api_client_free(struct api_client *cl)
+{
+	if (!cl)
+		return;
+	for (unsigned i = 0; cl->free_h && i < cl->nfree; i++)
+		curl_easy_cleanup(cl->free_h[i]);
+	free(cl->free_h);
+	if (cl->nfree == cl->cfg.max_handles) {
+		pthread_cond_destroy(&cl->freed);
+		pthread_mutex_destroy(&cl->lock);
+	}
+	memset(cl->auth, 0, sizeof(cl->auth));
+	free(cl);
+}
+
+static CURL *handle_get(struct api_client *cl)
+{
+	CURL *h;
+
+	pthread_mutex_lock(&cl->lock);
+	while (cl->nfree == 0)
+		pthread_cond_wait(&cl->freed, &cl->lock);
+	h = cl->free_h[--cl->nfree];
+	pthread_mutex_unlock(&cl->lock);
+	return h;
+}
+
+static void handle_put(struct api_client *cl, CURL *h)
+{
+	pthread_mutex_lock(&cl->lock);
+	cl->free_h[cl->nfree++] = h;
+	pthread_cond_signal(&cl->freed);
+	pthread_mutex_unlock(&cl->lock);
+}
+
+/* ------------------------------------------------------------ epochs */
+
+static uint64_t stream_key(const char *bucket, const char *stream)
+{
+	uint64_t k = 1469598103934665603ull; /* FNV-1a 64 */
+
+	for (const char *p = bucket; *p; p++)
+		k = (k ^ (unsigned char)*p) * 1099511628211ull;
+	k = (k ^ '/') * 1099511628211ull;
+	for (const char *p = stream; *p; p++)
+		k = (k ^ (unsigned char)*p) * 1099511628211ull;
+	return k ? k : 1;
+}
+
+/* Note epoch for the stream: true when it is not older than the one
+ * remembered (and it is remembered now); false: stale (invariant 2). */
+static bool epoch_note(struct api_client *cl, uint64_t key, uint64_t epoch)
+{
+	struct epoch_slot *e = &cl->epochs[key % API_EPOCH_SLOTS];
+	bool fresh = true;
+
+	pthread_mutex_lock(&cl->lock);
+	if (e->key == key && epoch < e->epoch) {
+		fresh = false;
+	} else {
+		e->key = key;
+		e->epoch = epoch;
+	}
+	pthread_mutex_unlock(&cl->lock);
+	return fresh;
+}
+
+/* ------------------------------------------------------------ transfers */
+
+/* The one translation of libcurl's and HTTP's error spaces to errno. */
+static int status_to_errno(CURLcode cc, long status)
+{
+	if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+	    cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_URL_MALFORMAT)
+		return -EHOSTUNREACH;
+	if (cc != CURLE_OK)
+		return -EIO;
+	switch (status) {
+	case 200: return 0;
+	case 400: return -EINVAL;
+	case 401: case 403: return -EACCES;
+	case 404: return -ENOENT;
+	case 413: return -EFBIG;
+	case 416: return -ERANGE;
+	case 421: return -STAR_ENOTOWNER;
+	case 503: return -EAGAIN;
+	case 507: return -ENOSPC;
+	default: return -EIO;
+	}
+}
+
+static size_t on_reply(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+
+	return nv_buf_add(&x->reply, p, size * n) ? 0 : size * n;
+}
+
+/* One complete frame line (no '\n') of a subscription: 0, or -errno /
+ * the callback's value to stop. */
+static int sub_line(struct xfer *x)
+{
+	if (api_parse_frame(x->line, x->line_len, &x->frame))
+		return -EIO;
+	x->line_len = 0;
+	if (x->frame.kind == API_FRAME_DATA) {
+		if (x->frame.offset != x->cursor)
+			return -EIO; /* a gap or a repeat: never hand it on */
+		x->in_data = true;
+		nv_buf_reset(&x->data);
+		return 0;
+	}
+	if (x->frame.kind == API_FRAME_ERROR)
+		x->ended = true;
+	return 0;
+}
+
+/* Feed subscription bytes [p, p+n) to the frame reader. */
+static int sub_feed(struct xfer *x, const char *p, size_t n)
+{
+	while (n > 0 && !x->ended) {
+		if (x->in_data) {
+			size_t want = (size_t)x->frame.length - x->data.len;
+			size_t k = n < want ? n : want;
+			int rc = nv_buf_add(&x->data, p, k);
+
+			if (rc)
+				return rc;
+			p += k;
+			n -= k;
+			if (x->data.len < x->frame.length)
+				continue;
+			x->in_data = false;
+			x->cursor += x->frame.length;
+			rc = x->fn(x->arg, x->frame.offset, x->data.ptr, x->data.len);
+			if (rc)
+				return x->fn_rc = rc;
+			continue;
+		}
+		if (*p == '\n') {
+			int rc = sub_line(x);
+
+			if (rc)
+				return rc;
+		} else if (x->line_len >= API_LINE_MAX) {
+			return -EIO;
+		} else {
+			x->line[x->line_len++] = *p;
+		}
+		p++;
+		n--;
+	}
+	return 0;
+}
+
+static size_t on_frames(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+
+	if (x->status == 0)
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+	if (x->status != 200) /* an error document: keep it for the redial */
+		return on_reply(p, size, n, arg);
+	return sub_feed(x, p, size * n) ? 0 : size * n;
+}
+
+/* Perform x at h->addr.  0 or -errno (client.h); -STAR_ENOTOWNER with
+ * the reply's NOT_OWNER document left in x->reply. */
+static int perform(struct api_client *cl, struct xfer *x)
+{
+	CURL *e = handle_get(cl);
+	struct curl_slist *hdrs = curl_slist_append(NULL, cl->auth);
+	bool sub = x->fn != NULL;
+	CURLcode cc;
+
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	curl_easy_reset(e);
+	curl_easy_setopt(e, CURLOPT_URL, x->url);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cl->cfg.connect_timeout_ms);
+	if (sub) {
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)SUB_SILENT_S);
+	} else {
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)cl->cfg.timeout_ms);
+	}
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sub ? on_frames : on_reply);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	if (!strcmp(x->method, "POST")) {
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body ? x->body : "");
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->len);
+	}
+	x->status = 0;
+	x->easy = e;
+	nv_buf_reset(&x->reply);
+	cc = curl_easy_perform(e);
+	x->easy = NULL;
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x->status);
+	curl_slist_free_all(hdrs);
+	handle_put(cl, e);
+	if (sub && x->fn_rc)
+		return x->fn_rc;
+	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR)
+		nv_log(NV_DEBUG, NV_SUB_API, "cluster client: %s %s: %s", x->method, x->url,
+		       curl_easy_strerror(cc));
+	if (cc == CURLE_WRITE_ERROR)
+		return -EIO; /* a reply over its bound, or a broken frame */
+	return status_to_errno(cc, x->status);
+}
+
+/* ------------------------------------------------------------ the redial */
+
+/* x->url for endpoint ep of bucket/stream at addr, with query (may be
+ * ""). */
+static int set_url(struct xfer *x, const char *addr, enum api_endpoint ep, const char *bucket,
+		   const char *stream, const char *query)
+{
+	char path[API_PATH_MAX];
+	int n;
+
+	if (!addr[0])
+		return -EHOSTUNREACH; /* the holder serves no star API */
+	if (api_fmt_path(ep, bucket, stream, path, sizeof(path)))
+		return -EINVAL;
+	n = snprintf(x->url, sizeof(x->url), "http://%s%s%s", addr, path, query);
+	return n < 0 || (size_t)n >= sizeof(x->url) ? -EINVAL : 0;
+}
+
+/*
+ * Perform x at holder h, redialing once on NOT_OWNER (client.h
+ * invariants 1 and 2).  query is built per dial from x->cursor for a
+ * subscription (it resumes where it stopped) and used as is otherwise.
+ */
+static int call(struct api_client *cl, const struct lease_holder *h, enum api_endpoint ep,
+		const char *bucket, const char *stream, const char *query, struct xfer *x)
+{
+	uint64_t key = stream_key(bucket, stream);
+	struct lease_holder at = *h, next;
+	char q[64];
+	int rc;
+
+	if (!epoch_note(cl, key, at.epoch)) {
+		nv_log(NV_INFO, NV_SUB_API, "cluster client: %s/%s: holder %s at epoch %llu is "
+		       "older than one seen: not dialed", bucket, stream, at.star,
+		       (unsigned long long)at.epoch);
+		return -STAR_ENOTOWNER;
+	}
+	for (int dial = 0;; dial++) {
+		if (x->fn)
+			snprintf(q, sizeof(q), "?offset=%llu", (unsigned long long)x->cursor);
+		rc = set_url(x, at.addr, ep, bucket, stream, x->fn ? q : query);
+		if (rc == 0)
+			rc = perform(cl, x);
+		if (rc != -STAR_ENOTOWNER && !(x->fn && rc == 0 && x->frame.kind ==
+					       API_FRAME_ERROR && !strcmp(x->frame.error,
+									  "not_owner")))
+			return rc;
+		/* NOT_OWNER: as a 421 document, or a subscription's last frame. */
+		if (rc == -STAR_ENOTOWNER &&
+		    api_parse_not_owner((const char *)x->reply.ptr, x->reply.len, &next))
+			return -EIO;
+		if (rc == 0)
+			next = x->frame.holder;
+		if (!epoch_note(cl, key, next.epoch)) {
+			nv_log(NV_INFO, NV_SUB_API, "cluster client: %s/%s: stale redirect to %s "
+			       "(epoch %llu) ignored", bucket, stream, next.star,
+			       (unsigned long long)next.epoch);
+			return -STAR_ENOTOWNER;
+		}
+		if (dial == 1)
+			return -STAR_ENOTOWNER; /* redialed once already */
+		nv_log(NV_DEBUG, NV_SUB_API, "cluster client: %s/%s: NOT_OWNER from %s, redialing "
+		       "%s at %s (epoch %llu)", bucket, stream, at.star, next.star, next.addr,
+		       (unsigned long long)next.epoch);
+		at = next;
+		x->ended = x->in_data = false;
+		x->line_len = 0;
+		memset(&x->frame, 0, sizeof(x->frame));
+	}
+}
+
+static void xfer_init(struct xfer *x, const char *method, size_t reply_max)
+{
+	memset(x, 0, sizeof(*x));
+	x->method = method;
+	nv_buf_init(&x->reply, reply_max);
+	nv_buf_init(&x->data, API_READ_MAX);
+}
+
+static void xfer_done(struct xfer *x)
+{
+	nv_buf_free(&x->reply);
+	nv_buf_free(&x->data);
+}
+
+/* A u64 member of the JSON reply (api_parse_reply_u64()). */
+static int reply_u64(const struct xfer *x, const char *key, const char *sub, uint64_t *v)
+{
+	return api_parse_reply_u64((const char *)x->reply.ptr, x->reply.len, key, sub, v) ? -EIO
+														: 0;
+}
+
+int api_client_append(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		      const char *stream, const void *body, size_t len,
+		      struct api_append_result *res)
+{
+	struct xfer x;
+	struct api_append_result r = { 0 };
+	int rc;
+
+	xfer_init(&x, "POST", API_LINE_MAX);
+	x.body = body;
+	x.len = len;
+	rc = call(cl, h, API_EP_APPEND, bucket, stream, "", &x);
+	if (rc == 0 && (reply_u64(&x, "seq", NULL, &r.seq) ||
+			reply_u64(&x, "end", "seq", &r.end_seq) ||
+			reply_u64(&x, "end", "byte", &r.end_byte)))
+		rc = -EIO;
+	xfer_done(&x);
+	if (rc == 0 && res)
+		*res = r;
+	return rc;
+}
+
+int api_client_read(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		    const char *stream, uint64_t off, void *dst, size_t len, size_t *got)
+{
+	struct xfer x;
+	char q[80];
+	int rc;
+
+	*got = 0;
+	if (len > API_READ_MAX)
+		len = API_READ_MAX;
+	/* Room for a NOT_OWNER document when len is small. */
+	xfer_init(&x, "GET", len > API_LINE_MAX ? len : API_LINE_MAX);
+	snprintf(q, sizeof(q), "?offset=%llu&length=%zu", (unsigned long long)off, len);
+	rc = call(cl, h, API_EP_READ, bucket, stream, q, &x);
+	if (rc == -ERANGE)
+		rc = 0; /* past the acked end: nothing to read */
+	else if (rc == 0 && x.reply.len > len)
+		rc = -EIO;
+	else if (rc == 0 && x.reply.len)
+		memcpy(dst, x.reply.ptr, x.reply.len);
+	if (rc == 0)
+		*got = x.status == 200 ? x.reply.len : 0;
+	xfer_done(&x);
+	return rc;
+}
+
+int api_client_end(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		   const char *stream, uint64_t *seq, uint64_t *byte)
+{
+	struct xfer x;
+	int rc;
+
+	xfer_init(&x, "GET", API_LINE_MAX);
+	rc = call(cl, h, API_EP_END, bucket, stream, "", &x);
+	if (rc == 0 && (reply_u64(&x, "seq", NULL, seq) || reply_u64(&x, "byte", NULL, byte)))
+		rc = -EIO;
+	xfer_done(&x);
+	return rc;
+}
+
+int api_client_subscribe(struct api_client *cl, const struct lease_holder *h,
+			 const char *bucket, const char *stream, uint64_t off, api_sub_fn fn,
+			 void *arg)
+{
+	struct xfer x;
+	int rc;
+
+	xfer_init(&x, "GET", API_LINE_MAX);
+	x.fn = fn;
+	x.arg = arg;
+	x.cursor = off;
+	rc = call(cl, h, API_EP_SUBSCRIBE, bucket, stream, "", &x);
+	if (rc == 0 && x.frame.kind == API_FRAME_ERROR)
+		rc = !strcmp(x.frame.error, "not_found") ? -ENOENT
+		     : !strcmp(x.frame.error, "shutting_down") ? -EAGAIN : -EIO;
+	else if (rc == 0)
+		rc = -EIO; /* the holder closed without a last frame */
+	xfer_done(&x);
+	return rc;
+}

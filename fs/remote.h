@@ -1,0 +1,42 @@
+/*
+ * remote.h - appends and hot reads of a stream another star leads
+ * (DESIGN.md section 7, "NOT_OWNER"): when the engine answers
+ * -STAR_ENOTOWNER, the mount asks star_leader() who holds the stream and
+ * sends the request there through the cluster client (api/client.h),
+ * which redials a NOT_OWNER once.
+ *
+ * For: fs/file.c's write and read paths.  Not for: the follow view
+ * across hosts (a later part of the many-stars work), leases
+ * (engine/lease.h).
+ *
+ * Invariants:
+ *  1. A remote append is answered only when the holder acked it
+ *     (durable there), in either durability mode: the mount cannot park
+ *     a holder's ack.
+ *  2. The errno a user meets is one novafs(8) ERRORS lists:
+ *     EHOSTUNREACH (the holder cannot be reached, serves no star API, or
+ *     this mount has no cluster_secret_file), EAGAIN (leadership is
+ *     moving: NOT_OWNER after the one redial, a stale redirect, a vacant
+ *     stream), EIO (the holder refused this mount's secret, or answered
+ *     nonsense; logged), or the holder's own refusal (ENOENT, EFBIG,
+ *     ENOSPC).
+ */
+#ifndef NOVAFS_FS_REMOTE_H
+#define NOVAFS_FS_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct nova_fs;
+struct nv_stream;
+
+/* Append buf (size bytes, borrowed) to s at its holder.  0 or -errno. */
+int fs_remote_append(struct nova_fs *fs, struct nv_stream *s, const void *buf, size_t size)
+	__attribute__((warn_unused_result));
+
+/* Fill up to size bytes of s at off from its holder into buf: 0 and
+ * *done (short: the holder's acked end), or -errno. */
+int fs_remote_read(struct nova_fs *fs, struct nv_stream *s, uint64_t off, void *buf,
+		   size_t size, size_t *done) __attribute__((warn_unused_result));
+
+#endif
