@@ -60,13 +60,16 @@ struct api_server {
 
 /* One request across the library's calls. */
 struct req {
+	const char *method, *url; /* the library's, valid until on_completed() */
 	struct api_route r;
 	char *body;       /* max_body bytes; NULL without a body */
 	size_t len;
 	bool too_big;
 };
 
-static struct nv_ratelimit rl_auth, rl_bad;
+/* One budget of log lines (NV_RATELIMIT_BURST a minute) per kind of
+ * refusal: credentials, unroutable requests, refusals naming a stream. */
+static struct nv_ratelimit rl_auth, rl_route, rl_bad;
 
 /* ------------------------------------------------------------ replies */
 
@@ -129,10 +132,10 @@ static enum MHD_Result refuse(struct MHD_Connection *c, const struct req *q, uns
 {
 	char peer[64];
 
-	nv_log_ratelimited(&rl_bad, NV_WARN, NV_SUB_API,
-			   "star API: %u from %s: %s (stream %s/%s)", status,
-			   peer_of(c, peer, sizeof(peer)), why, q->r.bucket[0] ? q->r.bucket : "-",
-			   q->r.stream[0] ? q->r.stream : "-");
+	nv_log_ratelimited(q->r.ep == API_EP_NONE ? &rl_route : &rl_bad, NV_WARN, NV_SUB_API,
+			   "star API: %u for %s %.200s from %s: %s (stream %s/%s)", status,
+			   q->method, q->url, peer_of(c, peer, sizeof(peer)), why,
+			   q->r.bucket[0] ? q->r.bucket : "-", q->r.stream[0] ? q->r.stream : "-");
 	return reply_error(c, status, code, why);
 }
 
@@ -441,10 +444,12 @@ static int first_call(struct MHD_Connection *c, struct api_server *srv, const ch
 		return -ENOMEM;
 	}
 	*qp = q;
+	q->method = method;
+	q->url = url;
 	if (!api_auth_ok(srv->secret, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 								  MHD_HTTP_HEADER_AUTHORIZATION))) {
 		nv_log_ratelimited(&rl_auth, NV_WARN, NV_SUB_API,
-				   "star API: 401 for %s %s from %s: missing or wrong credential",
+				   "star API: 401 for %s %.200s from %s: missing or wrong credential",
 				   method, url, peer_of(c, peer, sizeof(peer)));
 		*ret = reply_error(c, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 				   "a valid cluster credential is required");
@@ -528,7 +533,7 @@ static void on_library_log(void *cls, const char *fmt, va_list ap)
 	(void)cls;
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = '\0';
-	nv_log_ratelimited(&rl_bad, NV_WARN, NV_SUB_API, "star API: %s", line);
+	nv_log_ratelimited(&rl_route, NV_WARN, NV_SUB_API, "star API: %s", line);
 }
 
 /* listen= into one socket address (the first that resolves). */
@@ -578,12 +583,13 @@ int api_server_start(const struct api_server_cfg *cfg, struct api_server **out)
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	srv->d = MHD_start_daemon(
-		flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		flags, 0, NULL, NULL, on_request, srv,
+		MHD_OPTION_EXTERNAL_LOGGER, on_library_log, srv, /* first: the library asks */
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns ? cfg->max_conns : DEFAULT_CONNS,
 		MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : DEFAULT_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)API_HEADER_MAX,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-		MHD_OPTION_EXTERNAL_LOGGER, on_library_log, srv, MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
 	if (!srv->d) {
 		rc = errno ? -errno : -EADDRINUSE;
 		nv_log(NV_ERR, NV_SUB_API, "star API: cannot listen on %s: %s", cfg->listen,

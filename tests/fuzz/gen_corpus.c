@@ -466,6 +466,35 @@ static void xattr(const char *name, unsigned sel, const char *value, size_t n)
 	put("xattr", name, &s, (size_t)1, value, n, NULL);
 }
 
+/* sel % 6 picks the parser: see fuzz_api_route.c. */
+static void api(const char *name, unsigned sel, const char *text)
+{
+	uint8_t s = (uint8_t)sel;
+
+	put("api_route", name, &s, (size_t)1, text, strlen(text), NULL);
+}
+
+static void gen_api(void)
+{
+	api("append", 1, "/v1/streams/logs/app/records");
+	api("read", 0, "/v1/streams/logs/app/bytes");
+	api("subscribe", 0, "/v1/streams/logs/app/subscribe");
+	api("escaped", 0, "/v1/streams/logs/a%20b/end");
+	api("dotdot", 0, "/v1/streams/../app/end");
+	api("metrics", 0, "/metrics");
+	api("nudge-get", 0, "/v1/nudge");
+	api("frame-data", 2, "{\"offset\":5,\"length\":3}");
+	api("frame-heartbeat", 2, "{\"heartbeat\":true,\"end\":9}");
+	api("frame-not-owner", 2,
+	    "{\"error\":\"not_owner\",\"leader\":\"b\",\"address\":\"h:1\",\"epoch\":2}");
+	api("not-owner", 3,
+	    "{\"error\":\"not_owner\",\"leader\":\"b\",\"address\":\"h:1\",\"epoch\":2}");
+	api("u64-max", 4, "18446744073709551615");
+	api("listen-v6", 4, "[::1]:8080");
+	api("handoff", 5, "{\"to\":\"star-2\"}");
+	api("reply", 5, "{\"seq\":3,\"end\":{\"seq\":4,\"byte\":10}}");
+}
+
 static void gen_xattr(void)
 {
 	xattr("trim-42", 0 << 2 | 2, "42", 2);
@@ -582,6 +611,7 @@ int main(int argc, char **argv)
 	gen_rows();
 	gen_fence();
 	gen_xattr();
+	gen_api();
 	gen_options();
 	gen_xml();
 	return 0;

@@ -324,6 +324,22 @@ nv_remount() {
 	nv_start
 }
 
+# nv_free_port: a TCP port on 127.0.0.1 nobody listens on (random in
+# 20000-59999; ss tells what is taken), not handed out before by this
+# test, the way tests/etcd/etcd.sh and tests/s3/*.sh pick theirs.  A
+# server may still take it before ours binds: callers retry.
+nv_free_port() {
+	local p
+	while :; do
+		p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000 ))
+		grep -qx "$p" "$NV_TMP/ports" 2>/dev/null && continue
+		ss -Htln "sport = :$p" 2>/dev/null | grep -q . && continue
+		echo "$p" >> "$NV_TMP/ports"
+		echo "$p"
+		return 0
+	done
+}
+
 # nv_alive: the daemon PID exists and the mount answers.
 nv_alive() {
 	nv_pid_alive "$NV_PID" && mountpoint -q "$MNT" && stat "$MNT" >/dev/null
