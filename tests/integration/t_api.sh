@@ -15,10 +15,11 @@
 # unmount ends an open subscription with a last "shutting_down" frame.
 #
 # Not checked here (no second star yet): NOT_OWNER and the cluster
-# client's redial from the mount (fs/remote.c); tests/unit/test_api_client
-# pins the redial rule, the stale-epoch refusal and the errnos a mount
-# maps them to (EHOSTUNREACH when the holder cannot be reached, EAGAIN
-# while leadership moves; novafs(8) ERRORS).
+# client's redial from the mount (fs/remote.c).  tests/unit/test_api_client
+# pins the redial rule and the stale-epoch refusal, tests/unit/test_fs_remote
+# the errnos the mount maps them to (novafs(8) ERRORS: EHOSTUNREACH when
+# the holder cannot be reached, EAGAIN while leadership moves);
+# t_refusals.sh names this file for those two rows.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$TESTLIB"

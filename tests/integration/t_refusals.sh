@@ -559,6 +559,11 @@ say "--- rows that need a fault or a signal: checked by the tests named"
 # t_follow.sh checks the parked follow read; no test interrupts a wait at
 # the gate (after a crash, until every earlier epoch is settled).
 row_elsewhere "an I/O error underneath, a corrupt object" EIO t_store_faults.sh
+# Not reachable from one mount yet (one star leads every stream): the
+# errnos of fs/remote.c are pinned by tests/unit/test_fs_remote, the
+# star API beside them by t_api.sh.
+row_elsewhere "append or hot read of a stream another star leads, when that star cannot be reached, serves no star API, or the mount has no cluster_secret_file" EHOSTUNREACH t_api.sh
+row_elsewhere "append or hot read of a stream whose leadership is moving (NOT_OWNER again after the one redial, or a stale redirect)" EAGAIN t_api.sh
 row_elsewhere "the store is full (after put_timeout_s of retries)" ENOSPC t_store_faults.sh t_local_faults.sh
 row_elsewhere "append when the store stayed unreachable (timeouts, EAGAIN, refused connections) for put_timeout_s" EIO t_store_faults.sh
 row_elsewhere "a request waiting at the recovery gate when the daemon stops" EIO t_shutdown.sh
