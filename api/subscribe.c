@@ -7,11 +7,12 @@
  * connection, api/server.c), so it may block while parked.  Not for:
  * routing, authentication, the first NOT_OWNER check (api/server.c).
  *
- * Locking: subs->lock guards subs->stopping and the list of live
- * subscriptions; a sub's sub->lock guards its woken flag.  Order:
- * subs->lock, then a sub->lock; a wake's own lock is taken by
- * wake_park()/wake_unpark() with neither held, and the wake callback
- * (on_wake()) takes only sub->lock.
+ * Locking: subs->lock guards the list of live subscriptions;
+ * subs->stopping is atomic (set before the wake-up round, read by a
+ * parked sub under its own lock, so no wake-up is lost); a sub's
+ * sub->lock guards its woken flag.  Order: subs->lock, then a sub->lock;
+ * a wake's own lock and a stream's s->lock are taken with neither held,
+ * and the wake callback (on_wake()) takes only sub->lock.
  *
  * Invariants: those of subscribe.h.
  */
@@ -26,6 +27,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +56,7 @@ struct api_subs {
 	uint64_t heartbeat_ns;
 	pthread_mutex_t lock;
 	pthread_cond_t gone;      /* a subscription was freed */
-	bool stopping;            /* lock */
+	atomic_bool stopping;     /* see Locking */
 	struct sub *head;         /* lock */
 };
 
@@ -91,8 +93,8 @@ void api_subs_stop(struct api_subs *subs)
 {
 	struct timespec until = nv_mono_deadline(SUB_DRAIN_NS);
 
+	atomic_store(&subs->stopping, true);
 	pthread_mutex_lock(&subs->lock);
-	subs->stopping = true;
 	for (struct sub *u = subs->head; u; u = u->next)
 		sub_wake(u);
 	/* Their last frame ("shutting_down") goes out, the response ends and
@@ -117,11 +119,16 @@ void api_subs_free(struct api_subs *subs)
 
 static bool subs_stopping(struct api_subs *subs)
 {
+	return atomic_load(&subs->stopping);
+}
+
+static bool stream_deleted(struct nv_stream *s)
+{
 	bool v;
 
-	pthread_mutex_lock(&subs->lock);
-	v = subs->stopping;
-	pthread_mutex_unlock(&subs->lock);
+	pthread_mutex_lock(&s->lock);
+	v = s->deleted;
+	pthread_mutex_unlock(&s->lock);
 	return v;
 }
 
@@ -169,11 +176,11 @@ static bool park(struct sub *u, uint64_t gen)
 		return true; /* the edge passed since the capture: read again */
 	until = nv_mono_deadline(u->subs->heartbeat_ns);
 	pthread_mutex_lock(&u->lock);
-	while (!u->woken) {
+	while (!u->woken && !subs_stopping(u->subs)) {
 		if (pthread_cond_timedwait(&u->cond, &u->lock, &until) == ETIMEDOUT)
 			break;
 	}
-	woken = u->woken;
+	woken = u->woken || subs_stopping(u->subs);
 	pthread_mutex_unlock(&u->lock);
 	(void)wake_unpark(&u->s->wake, &u->ww); /* false: it fired meanwhile */
 	return woken;
@@ -234,6 +241,8 @@ static ssize_t sub_next(void *cls, uint64_t pos, char *buf, size_t max)
 		if (n < 0)
 			return end_error(u, n == -ENOENT ? "not_found" : "read_failed",
 					 strerror((int)-n), buf, max);
+		if (stream_deleted(u->s)) /* its wake closed at the deletion */
+			return end_error(u, "not_found", "the stream was deleted", buf, max);
 		if (!park(u, gen)) {
 			int k = snprintf(buf, max, "{\"heartbeat\":true,\"end\":%llu}\n",
 					 (unsigned long long)stream_acked_byte(u->s));

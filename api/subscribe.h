@@ -10,6 +10,7 @@
  *
  *   READING --empty page--> PARKED --wake / heartbeat due--> READING
  *   READING --star_lead() says another star leads--> ENDED (not_owner)
+ *   READING --the stream was deleted, read to its end--> ENDED (not_found)
  *   any     --api_subs_stop()--> ENDED (shutting_down)
  *   ENDED   --the library frees the response--> freed (sub_free())
  *

@@ -35,7 +35,11 @@
  * of one row are never held together unless the row says how:
  *
  *   1. fs/: a follow handle's ff->lock (fs/follow.c); the follow worker
- *      queue's fw->lock and the node table's lock (fs/node.c) are leaves
+ *      queue's fw->lock and the node table's lock (fs/node.c) are leaves.
+ *      api/ (never under an fs/ lock): the subscription list's
+ *      subs->lock, then a subscription's sub->lock (api/subscribe.c);
+ *      an append's wait lock (api/server.c) and the client's pool lock
+ *      (api/client.c) are leaves
  *   2. st->class_lock[c] (rwlock; shared by appends, exclusive in
  *      restart_class())
  *   3. a chain's c->lock (chain_admission_lock(); engine/chain.c)

@@ -218,6 +218,18 @@ grep -q "^novafs_backlog_budget_bytes{star=\"$STAR\"} [0-9]" "$NV_TMP/body" ||
 	fail "no backlog budget gauge"
 say "ok: /metrics counts $n appends"
 
+say "deleting the stream ends its subscription with not_found"
+: > "$MNT/logs/gone"
+curl -s -N -H "$AUTH" "$API/v1/streams/logs/gone/subscribe" > "$NV_TMP/gone.frames" &
+GONE=$!
+nv_bg "$GONE"
+nv_await 10 "the second subscription's connection" \
+	bash -c "[ \$(ss -Htn state established '( sport = :$PORT )' | wc -l) -ge 2 ]"
+rm "$MNT/logs/gone"
+nv_await 10 "the subscriber of the deleted stream to exit" bash -c "! kill -0 $GONE 2>/dev/null"
+end=$(python3 "$NV_TMP/frames.py" "$NV_TMP/gone.frames" 0 2>&1 >/dev/null)
+nv_expect_eq "$end" "END not_found" "the deleted stream's subscription's last frame"
+
 say "unmount ends the open subscription with shutting_down"
 nv_stop
 nv_await 10 "the subscriber to exit" bash -c "! kill -0 $SUB 2>/dev/null"
