@@ -91,6 +91,8 @@ int api_client_new(const struct api_client_cfg *cfg, struct api_client **out)
 	if (!cl)
 		return -ENOMEM;
 	pthread_once(&curl_once, curl_init_once);
+	pthread_mutex_init(&cl->lock, NULL);
+	pthread_cond_init(&cl->freed, NULL);
 	cl->cfg = *cfg;
 	cl->cfg.max_handles = n;
 	if (!cl->cfg.connect_timeout_ms)
@@ -110,8 +112,6 @@ int api_client_new(const struct api_client_cfg *cfg, struct api_client **out)
 		api_client_free(cl);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&cl->lock, NULL);
-	pthread_cond_init(&cl->freed, NULL);
 	*out = cl;
 	return 0;
 }
@@ -123,10 +123,8 @@ void api_client_free(struct api_client *cl)
 	for (unsigned i = 0; cl->free_h && i < cl->nfree; i++)
 		curl_easy_cleanup(cl->free_h[i]);
 	free(cl->free_h);
-	if (cl->nfree == cl->cfg.max_handles) {
-		pthread_cond_destroy(&cl->freed);
-		pthread_mutex_destroy(&cl->lock);
-	}
+	pthread_cond_destroy(&cl->freed);
+	pthread_mutex_destroy(&cl->lock);
 	memset(cl->auth, 0, sizeof(cl->auth));
 	free(cl);
 }
@@ -296,7 +294,11 @@ static int perform(struct api_client *cl, struct xfer *x)
 	curl_easy_setopt(e, CURLOPT_URL, x->url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85: CURLOPT_PROTOCOLS deprecated */
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+#else
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)CURLPROTO_HTTP);
+#endif
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)cl->cfg.connect_timeout_ms);
 	if (sub) {
 		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);

@@ -65,6 +65,7 @@ struct req {
 	char *body;       /* max_body bytes; NULL without a body */
 	size_t len;
 	bool too_big;
+	bool answered;    /* refused in the first call: discard the rest */
 };
 
 /* One budget of log lines (NV_RATELIMIT_BURST a minute) per kind of
@@ -496,10 +497,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		int rc = first_call(c, srv, url, method, &q, &ret);
 
 		*con_cls = q;
+		if (q)
+			q->answered = rc != 0;
 		return rc ? ret : MHD_YES;
 	}
-	if (q->r.ep == API_EP_NONE)
-		return MHD_NO; /* refused in the first call: never reached */
+	if (q->answered) { /* a refusal is queued: the body is not ours */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
 	if (*upload_data_size) {
 		take_body(srv, q, upload_data, *upload_data_size);
 		*upload_data_size = 0;
