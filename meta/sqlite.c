@@ -426,16 +426,17 @@ static int sq_claim(void *vbe)
 	return 0;
 }
 
-/* kv_integrity_check(): PRAGMA integrity_check on the writer
- * connection, every row but a lone "ok" a problem. */
-static int sq_integrity_check(void *vbe, kv_problem_fn problem, void *arg)
+/* PRAGMA name (integrity_check or quick_check) on the writer connection,
+ * every row but a lone "ok" a problem. */
+static int sq_check(struct sq_be *be, const char *name, kv_problem_fn problem, void *arg)
 {
-	struct sq_be *be = vbe;
 	sqlite3_stmt *st = NULL;
+	char sql[64];
 	int rc;
 
+	snprintf(sql, sizeof(sql), "PRAGMA %s", name);
 	sq_writer_lock(be);
-	rc = sqlite3_prepare_v2(be->w.db, "PRAGMA integrity_check", -1, &st, NULL);
+	rc = sqlite3_prepare_v2(be->w.db, sql, -1, &st, NULL);
 	while (rc == SQLITE_OK || rc == SQLITE_ROW) {
 		const char *row;
 
@@ -455,11 +456,22 @@ static int sq_integrity_check(void *vbe, kv_problem_fn problem, void *arg)
 		}
 	}
 	rc = rc == SQLITE_DONE || rc == SQLITE_OK ? 0
-						: sqlite_to_errno(be->path, be->w.db, rc,
-								  "integrity_check");
+						: sqlite_to_errno(be->path, be->w.db, rc, name);
 	sqlite3_finalize(st);
 	sq_writer_unlock(be);
 	return rc;
+}
+
+/* kv_integrity_check(): PRAGMA integrity_check. */
+static int sq_integrity_check(void *vbe, kv_problem_fn problem, void *arg)
+{
+	return sq_check(vbe, "integrity_check", problem, arg);
+}
+
+/* kv_quick_check(): PRAGMA quick_check (one pass, no index cross-checks). */
+static int sq_quick_check(void *vbe, kv_problem_fn problem, void *arg)
+{
+	return sq_check(vbe, "quick_check", problem, arg);
 }
 
 /* ----------------------------------------------------------------------
@@ -732,6 +744,7 @@ static const struct kv_backend_ops sq_ops = {
 	.commit = sq_commit,
 	.claim = sq_claim,
 	.integrity_check = sq_integrity_check,
+	.quick_check = sq_quick_check,
 	.lease_grant = sq_lease_grant,
 	.lease_keepalive = sq_lease_keepalive,
 	.lease_revoke = sq_lease_revoke,

@@ -25,6 +25,7 @@
  *     without a syslog socket) or syslog gets the lines.
  */
 #include "config.h"
+#include "engine/stack.h"
 #include "engine/star.h"
 #include "fs/fs.h"
 #include "src/base/clock.h"
@@ -483,6 +484,11 @@ static int setup_process(struct daemon *d)
 		fprintf(stderr, "novafs: -o durable=%s: expected write or fsync\n", o->durable);
 		return -1;
 	}
+	if (stack_meta_check_valid(o->meta_check)) {
+		fprintf(stderr, "novafs: -o meta_check=%s: expected quick, warn or off\n",
+			o->meta_check);
+		return -1;
+	}
 	if (d->fopts.debug)
 		nv_log_level = NV_DEBUG;
 	if (nv_fp_init_from_env()) {
@@ -601,6 +607,8 @@ static int start_engine(struct daemon *d)
 	scfg.data_dir = d->dd;
 	if (!scfg.store_faults)
 		scfg.store_faults = getenv("NOVAFS_STORE_FAULTS");
+	if (!scfg.meta_check)
+		scfg.meta_check = "quick"; /* the table's default */
 	scfg.acked = nova_fs_acked;
 	scfg.acked_arg = d->fs;
 	/* max_read must also be a mount option (libfuse docs). */

@@ -561,7 +561,7 @@ say "--- rows that need a fault or a signal: checked by the tests named"
 row_elsewhere "an I/O error underneath, a corrupt object" EIO t_store_faults.sh
 row_elsewhere "the store is full (after put_timeout_s of retries)" ENOSPC t_store_faults.sh t_local_faults.sh
 row_elsewhere "append when the store stayed unreachable (timeouts, EAGAIN, refused connections) for put_timeout_s" EIO t_store_faults.sh
-row_elsewhere "a request waiting at the recovery gate when the daemon stops" EIO t_shutdown.sh
+row_elsewhere "a request waiting at the recovery gate when the daemon stops (a signal, or the mount detached)" EIO t_shutdown.sh
 row_elsewhere "fsync or close after a record written with durable=fsync could not be made durable" EIO t_durable.sh
 row_elsewhere "an open by name or a cold read while no etcd member answers (after the meta URL's timeout=)" \
 	ETIMEDOUT ../etcd/t_etcd_faults.sh
