@@ -119,6 +119,7 @@ static const char schema_sql[] =
  */
 int sqlite_to_errno(const char *path, sqlite3 *db, int rc, const char *op)
 {
+	static struct nv_ratelimit full_rl;
 	const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 	const char *hint = "";
 	enum nv_level level = NV_ERR;
@@ -153,8 +154,12 @@ int sqlite_to_errno(const char *path, sqlite3 *db, int rc, const char *op)
 		err = -EIO;
 		break;
 	}
-	nv_log(level, NV_SUB_META, "sqlite %s: %s: %s (rc %d)%s", path, op, msg,
-	       rc, hint);
+	if (err == -ENOSPC) /* every commit fails on a full disk: at the callers' rate */
+		nv_log_ratelimited(&full_rl, level, NV_SUB_META, "sqlite %s: %s: %s (rc %d)%s",
+				   path, op, msg, rc, hint);
+	else
+		nv_log(level, NV_SUB_META, "sqlite %s: %s: %s (rc %d)%s", path, op, msg,
+		       rc, hint);
 	return err;
 }
 

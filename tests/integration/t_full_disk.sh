@@ -79,8 +79,8 @@ if ((n4 > 18)); then
 	sed -E 's/^[^ ]+ [^ ]+ //; s/[0-9]+/N/g' "$NV_TMP/window" | sort | uniq -c | sort -rn | head >&2
 	fail "$n4 error and warning lines in 12 s on a disk without a free block: a retry loop does not back off"
 fi
-say "ok: $n4 error/warning lines in 12 s with no free block, appends retried 5 times a second" \
-	"($(fs_lines_between "$t0" "$t1") fs: lines for the refused appends)"
+say "ok: $n4 error/warning lines in 12 s with no free block, a write retried 5 times a second" \
+	"($(fs_lines_between "$t0" "$t1") fs: lines for the refused writes)"
 nv_alive || fail "the daemon died on a disk without a free block"
 
 say "5. space comes back: appends work again without a restart"
