@@ -114,7 +114,8 @@ static const char schema_sql[] =
 /*
  * The one translation of SQLite result codes into errno (STYLE: one
  * *_to_errno per foreign error space).  Logs the failure once, naming the
- * database file, the operation and SQLite's message.  db may be NULL
+ * database file, the operation and SQLite's message (rate-limited for a
+ * full disk, where every commit fails).  db may be NULL
  * (sqlite3_open_v2 out of memory).  Returns the negative errno.
  */
 int sqlite_to_errno(const char *path, sqlite3 *db, int rc, const char *op)
