@@ -137,9 +137,16 @@ static void make_damaged_meta(struct fx *f)
 
 	memset(val, 'v', sizeof(val));
 	assert_int_equal(stack_open(&cfg, &stk, NULL), 0);
-	for (int i = 0; i < 3000; i++) {
-		snprintf(key, sizeof(key), "k%06d", i);
-		assert_int_equal(kv_put(stk.kv, key, strlen(key), val, sizeof(val)), 0);
+	for (int b = 0; b < 30; b++) { /* 100 puts a commit (one fsync each) */
+		struct kv_txn *t = kv_txn_new();
+
+		assert_non_null(t);
+		for (int i = 0; i < 100; i++) {
+			snprintf(key, sizeof(key), "k%06d", b * 100 + i);
+			assert_int_equal(kv_txn_put(t, key, strlen(key), val, sizeof(val)), 0);
+		}
+		assert_int_equal(kv_txn_commit(stk.kv, t, NULL), 0);
+		kv_txn_free(t);
 	}
 	stack_close(&stk); /* the last connection checkpoints the WAL */
 	assert_int_equal(stat(in_dir(f, "meta.db"), &sb), 0);
