@@ -14,8 +14,11 @@ FULL=$NV_TMP/full
 mkdir "$FULL"
 mount -t tmpfs -o size=32m tmpfs "$FULL" || nv_skip "cannot mount a tmpfs"
 # The tmpfs goes first (lazily: a daemon still running keeps its files
-# until it exits), then the usual cleanup, with the test's exit status.
-trap 'rc=$?; umount -l "$FULL" 2>/dev/null; (exit $rc); nv_cleanup' EXIT
+# until it exits; the filler and ballast first, so that it can close),
+# then the usual cleanup, with the test's exit status (set +e: under -e
+# a failing status would end the trap before the cleanup).
+trap 'rc=$?; set +e; rm -f "$FULL/filler" "$FULL/ballast"; umount -l "$FULL" 2>/dev/null
+	(exit $rc); nv_cleanup' EXIT
 DATA=$FULL/data
 # Ballast: 8 MiB that another program holds, given back in step 5.
 head -c 8388608 /dev/zero > "$FULL/ballast"
