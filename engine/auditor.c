@@ -32,14 +32,17 @@ struct auditor {
 	bool nudged;              /* lock */
 	uint64_t halted[NV_CLASS_COUNT]; /* lock: halted epoch per class, 0 none */
 	uint64_t live[NV_CLASS_COUNT];   /* lock */
-	/* The thread's: a failed restart of a halted class waits this long
+	/* The thread's: a failed restart of a halted class, or one whose
+	 * epoch halts again within HALT_HEALTHY_NS, waits this long
 	 * (doubling to HALT_BACKOFF_MAX_NS) before the next attempt, so a
 	 * full disk or a store that stays away is not retried every pass. */
 	uint64_t halt_next_ns[NV_CLASS_COUNT], halt_backoff_ns[NV_CLASS_COUNT];
+	uint64_t halt_restart_ns[NV_CLASS_COUNT]; /* the thread's: last good restart; 0 none */
 	struct meta_star reg;     /* the thread's */
 	/* The thread's: chains whose era failed, by digest of (class, star,
 	 * epoch) -> struct chain_backoff (settle.h settle_backoff). */
 	struct u64map *failing;
+	struct settle_backoff reclaim_b; /* the thread's: trim_reclaim() failures */
 };
 
 struct chain_backoff {
@@ -110,15 +113,19 @@ void auditor_nudge(struct auditor *a)
 
 /* ------------------------------------------------------------ duties */
 
+/* A heartbeat fails every beat while the metastore cannot commit (a
+ * full disk): its line is rate-limited. */
 static void heartbeat(struct auditor *a)
 {
+	static struct nv_ratelimit rl;
 	int rc;
 
 	a->reg.heartbeat_ns = nv_now_wall_ns();
 	rc = meta_star_put(a->cfg.recover.kv, &a->reg);
 	if (rc)
-		nv_log(NV_WARN, NV_SUB_RECOVER, "star %s: registry heartbeat failed: %s", a->star,
-		       strerror(-rc));
+		nv_log_ratelimited(&rl, NV_WARN, NV_SUB_RECOVER,
+				   "star %s: registry heartbeat failed: %s", a->star,
+				   strerror(-rc));
 }
 
 struct scan {
@@ -227,6 +234,7 @@ static bool predecessors_settled(struct auditor *a)
 }
 
 #define HALT_BACKOFF_MAX_NS (30 * NV_NS_PER_S)
+#define HALT_HEALTHY_NS (60 * NV_NS_PER_S)
 
 /* Give each halted class back to the star (which quiesces the chain,
  * settles its epoch and starts a new one), each failed class again only
@@ -247,15 +255,20 @@ static int handle_halts(struct auditor *a)
 			failed++; /* still backing off */
 			continue;
 		}
-		e = a->cfg.halted(a->cfg.arg, cls, epoch);
-		if (e) {
+		/* Only an epoch that ran HALT_HEALTHY_NS since its restart
+		 * starts the back-off afresh: one that halts at once again (a
+		 * disk with no free block lets the fence through, not the
+		 * first slot) waits like a failed restart. */
+		if (a->halt_restart_ns[cls] && now - a->halt_restart_ns[cls] >= HALT_HEALTHY_NS)
 			a->halt_backoff_ns[cls] = 0;
-		} else {
+		e = a->cfg.halted(a->cfg.arg, cls, epoch);
+		{
 			uint64_t b = a->halt_backoff_ns[cls] ? a->halt_backoff_ns[cls] * 2
 							    : NV_NS_PER_S;
 
 			a->halt_backoff_ns[cls] = b > HALT_BACKOFF_MAX_NS ? HALT_BACKOFF_MAX_NS : b;
 			a->halt_next_ns[cls] = nv_now_mono_ns() + a->halt_backoff_ns[cls];
+			a->halt_restart_ns[cls] = e ? nv_now_mono_ns() : 0;
 		}
 		pthread_mutex_lock(&a->lock);
 		if (e) {
@@ -421,6 +434,28 @@ static int settle_one(struct auditor *a, const struct meta_chain *c, struct sett
  * chains take turns, one era each per round, so a chain of many small
  * cap-ripened eras never holds back another chain's (a hot stream's)
  * round. */
+/* Lines a settle pass (once a period) would repeat while the metastore
+ * or the store keeps failing (a full disk): rate-limited. */
+static struct nv_ratelimit trim_rl, list_rl;
+
+/* trim_reclaim() once its back-off (a->reclaim_b) allows: a failing
+ * reclamation is retried after 1 s, doubling to a minute, not every pass. */
+static void reclaim(struct auditor *a)
+{
+	static struct nv_ratelimit rl;
+	uint64_t now = nv_now_mono_ns();
+	int r;
+
+	if (!settle_backoff_ready(&a->reclaim_b, now))
+		return;
+	r = trim_reclaim(&a->cfg.trim, nv_now_wall_ns());
+	settle_backoff_note(&a->reclaim_b, r, now);
+	if (r < 0)
+		nv_log_ratelimited(&rl, NV_WARN, NV_SUB_TRIM,
+				   "reclamation failed: %s; retrying in %llu s", strerror(-r),
+				   (unsigned long long)((a->reclaim_b.next_ns - now) / NV_NS_PER_S));
+}
+
 static void settle_pass(struct auditor *a)
 {
 	struct pass p = { .a = a };
@@ -487,9 +522,10 @@ static void settle_pass(struct auditor *a)
 			continue;
 		t = trim_chain(&a->cfg.trim, c->cls, c->star, c->epoch, now);
 		if (t < 0 && t != -ESHUTDOWN)
-			nv_log(NV_WARN, NV_SUB_TRIM, "%s/%s epoch %llu: trim-check failed: %s",
-			       nv_class_name(c->cls), c->star, (unsigned long long)c->epoch,
-			       strerror(-t));
+			nv_log_ratelimited(&trim_rl, NV_WARN, NV_SUB_TRIM,
+					   "%s/%s epoch %llu: trim-check failed: %s",
+					   nv_class_name(c->cls), c->star,
+					   (unsigned long long)c->epoch, strerror(-t));
 	}
 	free(more);
 	free(views);
@@ -499,15 +535,11 @@ static void settle_pass(struct auditor *a)
 		NV_STAT_SET(a->cfg.settle.stats, settle_pass_ms_max,
 			    (nv_now_mono_ns() - t0) / NV_NS_PER_MS);
 	if (!rc) {
-		int r;
-
 		publish_view(a, &pv);
-		r = trim_reclaim(&a->cfg.trim, nv_now_wall_ns());
-		if (r < 0)
-			nv_log(NV_WARN, NV_SUB_TRIM, "reclamation failed: %s", strerror(-r));
+		reclaim(a);
 	} else {
-		nv_log(NV_WARN, NV_SUB_SETTLE, "settle pass: listing chains failed: %s",
-		       strerror(-rc));
+		nv_log_ratelimited(&list_rl, NV_WARN, NV_SUB_SETTLE,
+				   "settle pass: listing chains failed: %s", strerror(-rc));
 	}
 }
 

@@ -15,8 +15,10 @@
 #include "engine/stack.h"
 #include "engine/store/fault.h"
 #include "engine/store/set.h"
+#include "src/base/log.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +64,63 @@ static int open_store(const struct stack_cfg *cfg, struct store **out, struct st
 	return 0;
 }
 
+int stack_meta_check_valid(const char *v)
+{
+	return !v || !strcmp(v, "off") || !strcmp(v, "quick") || !strcmp(v, "warn") ? 0
+										    : -EINVAL;
+}
+
+/* What kv_quick_check() found: the count, and the first few logged. */
+struct damage {
+	const char *url;
+	unsigned n;
+};
+
+#define DAMAGE_LOGGED 5
+
+static void note_damage(void *arg, const char *problem)
+{
+	struct damage *d = arg;
+
+	if (d->n++ < DAMAGE_LOGGED)
+		nv_log(NV_ERR, NV_SUB_META, "metastore %s is damaged: %s", d->url, problem);
+}
+
+/*
+ * cfg->meta_check on the open metastore kv (url: its URL, for the
+ * messages): 0 (healthy, not checked, or "warn"), or -EIO (damaged and
+ * "quick"; logged with what to do).  A check that cannot run (the
+ * backend has none: etcd keeps its own) is no refusal.
+ */
+static int check_meta(const struct stack_cfg *cfg, struct kv *kv, const char *url)
+{
+	struct damage d = { url, 0 };
+	bool refuse = !strcmp(cfg->meta_check, "quick");
+	const char *file = strncmp(url, "sqlite:", 7) ? url : url + 7;
+	int rc;
+
+	if (strcmp(cfg->meta_check, "quick") && strcmp(cfg->meta_check, "warn"))
+		return 0;
+	rc = kv_quick_check(kv, note_damage, &d);
+	if (rc == -ENOTSUP)
+		return 0;
+	if (rc)
+		nv_log(NV_WARN, NV_SUB_META, "metastore %s: the start-up check could not run: %s",
+		       url, strerror(-rc));
+	if (!d.n)
+		return 0;
+	nv_log(NV_ERR, NV_SUB_META,
+	       "metastore %s is damaged (%u problem%s%s)%s: `novactl fsck -o data_dir=%s` "
+	       "reports the streams concerned; recover by restoring %s from a backup (with "
+	       "its -wal and -shm files removed), or by rebuilding it (`sqlite3 %s .recover "
+	       "| sqlite3 %s.new`, fsck, then move it in place); -o meta_check=warn starts "
+	       "on it anyway", url, d.n, d.n == 1 ? "" : "s",
+	       d.n > DAMAGE_LOGGED ? ", the first logged above" : "",
+	       refuse ? "; refusing to start" : "; starting on it (meta_check=warn)",
+	       cfg->data_dir, file, file, file);
+	return refuse ? -EIO : 0;
+}
+
 int stack_open(const struct stack_cfg *cfg, struct stack *out, struct stack_failure *why)
 {
 	struct stack_failure local;
@@ -87,6 +146,13 @@ int stack_open(const struct stack_cfg *cfg, struct stack *out, struct stack_fail
 	rc = kv_open(why->url, &out->kv);
 	if (rc)
 		goto fail;
+	if (cfg->meta_check) {
+		rc = check_meta(cfg, out->kv, why->url);
+		if (rc) {
+			why->part = STACK_META_DAMAGED;
+			goto fail;
+		}
+	}
 	return 0;
 fail:
 	stack_close(out);

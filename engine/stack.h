@@ -42,6 +42,9 @@ struct stack_cfg {
 	const char *meta_url;     /* NULL: sqlite:DATA_DIR/meta.db */
 	bool meta_must_exist;     /* the default metastore must exist already
 				   * (a tool must not create an empty one) */
+	const char *meta_check;   /* NULL or "off": none; "quick": refuse a
+				   * metastore whose kv_quick_check() finds
+				   * damage; "warn": log the damage, open anyway */
 };
 
 /* The stack: the store every module writes through (router and faults
@@ -60,6 +63,7 @@ enum stack_part {
 	STACK_FAULTS,       /* the fault wrapper */
 	STACK_META_MISSING, /* meta_must_exist, and no sqlite:DATA_DIR/meta.db */
 	STACK_META,         /* the metastore */
+	STACK_META_DAMAGED, /* meta_check=quick found damage (logged, -EIO) */
 };
 struct stack_failure {
 	enum stack_part part;
@@ -67,10 +71,15 @@ struct stack_failure {
 };
 
 /* Open the stack (invariant 2).  0 and *out, or the failing layer's
- * error (-ENOENT for STACK_META_MISSING) and, when why is not NULL,
- * *why.  cfg's strings are borrowed for the call only. */
+ * error (-ENOENT for STACK_META_MISSING, -EIO for STACK_META_DAMAGED)
+ * and, when why is not NULL, *why.  cfg's strings are borrowed for the
+ * call only. */
 int stack_open(const struct stack_cfg *cfg, struct stack *out, struct stack_failure *why)
 	__attribute__((warn_unused_result));
+
+/* cfg.meta_check's values: 0 when v is NULL, "off", "quick" or "warn",
+ * else -EINVAL. */
+int stack_meta_check_valid(const char *v);
 
 /* Close the metastore, then the store; NULL members are skipped. */
 void stack_close(struct stack *s);

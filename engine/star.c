@@ -322,9 +322,9 @@ static int open_stack(struct star *st)
 {
 	const struct star_cfg *cfg = &st->cfg;
 	struct stack_cfg sc = {
-		.data_dir = st->data_dir, .store_url = cfg->store_url,
-		.express_urls = cfg->express_urls, .location = cfg->location,
-		.store_faults = cfg->store_faults, .meta_url = cfg->meta_url,
+		.data_dir = st->data_dir, .store_url = cfg->store_url, .location = cfg->location,
+		.express_urls = cfg->express_urls, .store_faults = cfg->store_faults,
+		.meta_url = cfg->meta_url, .meta_check = cfg->meta_check,
 	};
 	struct stack stk;
 	struct stack_failure why;

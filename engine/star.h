@@ -92,6 +92,7 @@ struct star_cfg {
 				    * else ';'-separated URLs, one per zone (set.h) */
 	const char *location;      /* the star's zone in the express set */
 	const char *meta_url;      /* NULL: sqlite:DATA_DIR/meta.db */
+	const char *meta_check;    /* at open (engine/stack.h): NULL/"off", "quick", "warn" */
 	const char *star_id;       /* NULL: DATA_DIR/star-id, created on first start */
 	const char *listen_addr;   /* NULL: no star API; else ADDR:PORT (registry row) */
 	const char *cluster_secret_file; /* NULL: none; the star API's credential */

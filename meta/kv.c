@@ -134,6 +134,13 @@ int kv_integrity_check(struct kv *kv, kv_problem_fn problem, void *arg)
 	return kv->ops->integrity_check(kv->be, problem, arg);
 }
 
+int kv_quick_check(struct kv *kv, kv_problem_fn problem, void *arg)
+{
+	if (!kv->ops->quick_check)
+		return -ENOTSUP;
+	return kv->ops->quick_check(kv->be, problem, arg);
+}
+
 int kv_get(struct kv *kv, const void *key, size_t klen, struct nv_buf *val,
 	   uint64_t *ver)
 {

@@ -207,6 +207,10 @@ int kv_claim(struct kv *kv) __attribute__((warn_unused_result));
 typedef void (*kv_problem_fn)(void *arg, const char *problem);
 int kv_integrity_check(struct kv *kv, kv_problem_fn problem, void *arg)
 	__attribute__((warn_unused_result));
+/* The same, bounded to one pass over the file (SQLite's PRAGMA
+ * quick_check: no index cross-checks), for a start-up check. */
+int kv_quick_check(struct kv *kv, kv_problem_fn problem, void *arg)
+	__attribute__((warn_unused_result));
 
 /* ---------------------------------------------------------------------
  * Leases (etcd's model).  A lease lives ttl seconds after its grant or
@@ -289,9 +293,11 @@ struct kv_backend_ops {
 		     void *arg);
 	/* ops: compares first, then writes (kv.c orders them). */
 	int (*commit)(void *be, const struct kv_op *ops, size_t nops, uint64_t *rev);
-	/* Optional (NULL: not supported): kv_claim(), kv_integrity_check(). */
+	/* Optional (NULL: not supported): kv_claim(), kv_integrity_check(),
+	 * kv_quick_check(). */
 	int (*claim)(void *be);
 	int (*integrity_check)(void *be, kv_problem_fn problem, void *arg);
+	int (*quick_check)(void *be, kv_problem_fn problem, void *arg);
 	int (*lease_grant)(void *be, unsigned ttl_s, uint64_t *id);
 	int (*lease_keepalive)(void *be, uint64_t id, unsigned *ttl_s);
 	int (*lease_revoke)(void *be, uint64_t id);

@@ -114,11 +114,13 @@ static const char schema_sql[] =
 /*
  * The one translation of SQLite result codes into errno (STYLE: one
  * *_to_errno per foreign error space).  Logs the failure once, naming the
- * database file, the operation and SQLite's message.  db may be NULL
+ * database file, the operation and SQLite's message (rate-limited for a
+ * full disk, where every commit fails).  db may be NULL
  * (sqlite3_open_v2 out of memory).  Returns the negative errno.
  */
 int sqlite_to_errno(const char *path, sqlite3 *db, int rc, const char *op)
 {
+	static struct nv_ratelimit full_rl;
 	const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 	const char *hint = "";
 	enum nv_level level = NV_ERR;
@@ -153,8 +155,12 @@ int sqlite_to_errno(const char *path, sqlite3 *db, int rc, const char *op)
 		err = -EIO;
 		break;
 	}
-	nv_log(level, NV_SUB_META, "sqlite %s: %s: %s (rc %d)%s", path, op, msg,
-	       rc, hint);
+	if (err == -ENOSPC) /* every commit fails on a full disk: at the callers' rate */
+		nv_log_ratelimited(&full_rl, level, NV_SUB_META, "sqlite %s: %s: %s (rc %d)%s",
+				   path, op, msg, rc, hint);
+	else
+		nv_log(level, NV_SUB_META, "sqlite %s: %s: %s (rc %d)%s", path, op, msg,
+		       rc, hint);
 	return err;
 }
 
@@ -426,16 +432,17 @@ static int sq_claim(void *vbe)
 	return 0;
 }
 
-/* kv_integrity_check(): PRAGMA integrity_check on the writer
- * connection, every row but a lone "ok" a problem. */
-static int sq_integrity_check(void *vbe, kv_problem_fn problem, void *arg)
+/* PRAGMA name (integrity_check or quick_check) on the writer connection,
+ * every row but a lone "ok" a problem. */
+static int sq_check(struct sq_be *be, const char *name, kv_problem_fn problem, void *arg)
 {
-	struct sq_be *be = vbe;
 	sqlite3_stmt *st = NULL;
+	char sql[64];
 	int rc;
 
+	snprintf(sql, sizeof(sql), "PRAGMA %s", name);
 	sq_writer_lock(be);
-	rc = sqlite3_prepare_v2(be->w.db, "PRAGMA integrity_check", -1, &st, NULL);
+	rc = sqlite3_prepare_v2(be->w.db, sql, -1, &st, NULL);
 	while (rc == SQLITE_OK || rc == SQLITE_ROW) {
 		const char *row;
 
@@ -455,11 +462,22 @@ static int sq_integrity_check(void *vbe, kv_problem_fn problem, void *arg)
 		}
 	}
 	rc = rc == SQLITE_DONE || rc == SQLITE_OK ? 0
-						: sqlite_to_errno(be->path, be->w.db, rc,
-								  "integrity_check");
+						: sqlite_to_errno(be->path, be->w.db, rc, name);
 	sqlite3_finalize(st);
 	sq_writer_unlock(be);
 	return rc;
+}
+
+/* kv_integrity_check(): PRAGMA integrity_check. */
+static int sq_integrity_check(void *vbe, kv_problem_fn problem, void *arg)
+{
+	return sq_check(vbe, "integrity_check", problem, arg);
+}
+
+/* kv_quick_check(): PRAGMA quick_check (one pass, no index cross-checks). */
+static int sq_quick_check(void *vbe, kv_problem_fn problem, void *arg)
+{
+	return sq_check(vbe, "quick_check", problem, arg);
 }
 
 /* ----------------------------------------------------------------------
@@ -732,6 +750,7 @@ static const struct kv_backend_ops sq_ops = {
 	.commit = sq_commit,
 	.claim = sq_claim,
 	.integrity_check = sq_integrity_check,
+	.quick_check = sq_quick_check,
 	.lease_grant = sq_lease_grant,
 	.lease_keepalive = sq_lease_keepalive,
 	.lease_revoke = sq_lease_revoke,

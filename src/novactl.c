@@ -127,6 +127,7 @@ static int open_backends(struct ctl *c)
 			why.url + strlen("sqlite:"));
 		break;
 	case STACK_META:
+	case STACK_META_DAMAGED: /* novactl runs no start-up check */
 		fprintf(stderr, "novactl: metastore %s: %s\n", why.url, strerror(-rc));
 		break;
 	}

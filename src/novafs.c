@@ -29,6 +29,7 @@
 #include "api/auth.h"
 #include "api/client.h"
 #include "api/server.h"
+#include "engine/stack.h"
 #include "engine/star.h"
 #include "fs/fs.h"
 #include "src/base/clock.h"
@@ -43,6 +44,7 @@
 #include <time.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -66,7 +68,10 @@ static volatile sig_atomic_t dummy;
  * while the follow view answers its parked reads (end-of-file) and their
  * readers close, then ends the loop; the engine then acknowledges the
  * last appends while the device is still open.  SIGHUP reopens the log
- * file (logrotate's convention) and does not stop.
+ * file (logrotate's convention) and does not stop.  Without a signal the
+ * stopper still answers the gate's waiters when the session ends under
+ * them (session_gone(): an aborted connection, a detached mount), since
+ * the loop joins its workers before it returns.
  */
 static int stop_pipe[2] = { -1, -1 };
 static pthread_t main_thread;
@@ -89,6 +94,7 @@ struct stopper {
 	struct nova_fs *fs;
 	struct star *st;
 	const char *log_path; /* reopened on SIGHUP; NULL: syslog or stderr */
+	char dev[32];         /* the mount's MAJ:MIN in mountinfo; "": unknown */
 };
 
 /* Open path for appending and make it stderr (where nv_log writes).
@@ -125,15 +131,103 @@ static void reopen_log(const struct stopper *sp)
 		nv_log(NV_INFO, NV_SUB_MAIN, "SIGHUP: log %s reopened", sp->log_path);
 }
 
+/* Some mount in /proc/self/mountinfo has device number dev ("MAJ:MIN").
+ * 1 yes, 0 no, -errno when mountinfo cannot be read. */
+static int dev_mounted(const char *dev)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int found = 0;
+
+	if (!f)
+		return -errno;
+	while (!found && fgets(line, sizeof(line), f)) {
+		/* ID PARENT MAJ:MIN ... */
+		char *save = NULL, *t = strtok_r(line, " ", &save);
+
+		for (int i = 0; t && i < 2; i++)
+			t = strtok_r(NULL, " ", &save);
+		found = t && !strcmp(t, dev);
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The session is over although no signal came: the kernel aborted the
+ * connection (`umount -f`, fusectl's abort: the loop ends and joins its
+ * workers) or the mount was detached (`fusermount3 -uz`: the kernel ends
+ * the connection once the last request is answered).  A request parked
+ * at the recovery gate would keep its worker, and so the loop and the
+ * unmount, forever: answer it (ESHUTDOWN), now and later.
+ */
+static void session_gone(const struct stopper *sp, const char *why)
+{
+	if (!star_gate_is_open(sp->st))
+		nv_log(NV_WARN, NV_SUB_MAIN, "%s while recovery is unfinished: answering "
+		       "the requests waiting for it with ESHUTDOWN", why);
+	star_gate_shut(sp->st);
+}
+
+/*
+ * Wait for a byte on the stop pipe (a signal number, or 0 once the loop
+ * has returned) into *c, watching meanwhile the session's device (POLLERR:
+ * the connection was aborted) and the mount table (POLLPRI: our mount may
+ * have been detached); each is reported to session_gone() once.
+ */
+static void stopper_wait(const struct stopper *sp, unsigned char *c)
+{
+	struct pollfd p[3] = {
+		{ .fd = stop_pipe[0], .events = POLLIN },
+		{ .fd = fuse_session_fd(sp->se), .events = 0 }, /* POLLERR only */
+		{ .fd = sp->dev[0] ? open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC) : -1,
+		  .events = POLLPRI },
+	};
+
+	if (p[2].fd >= 0 && dev_mounted(sp->dev) == 0) { /* gone before we looked */
+		session_gone(sp, "the mount was detached");
+		close(p[2].fd);
+		p[2].fd = -1;
+	}
+	for (;;) {
+		if (poll(p, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* cannot watch: wait for the pipe alone */
+		}
+		if (p[0].revents)
+			break;
+		if (p[1].revents) {
+			session_gone(sp, "the FUSE connection was aborted");
+			p[1].fd = -1;
+		}
+		if (p[2].revents) {
+			/* Reopen before looking, so a change after the look
+			 * wakes the next poll. */
+			close(p[2].fd);
+			p[2].fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+			if (dev_mounted(sp->dev) == 0) {
+				session_gone(sp, "the mount was detached");
+				if (p[2].fd >= 0)
+					close(p[2].fd);
+				p[2].fd = -1;
+			}
+		}
+	}
+	if (p[2].fd >= 0)
+		close(p[2].fd);
+	*c = 0;
+	while (read(stop_pipe[0], c, 1) < 0 && errno == EINTR)
+		;
+}
+
 static void *stopper_main(void *arg)
 {
 	struct stopper *sp = arg;
 	unsigned char c = 0;
 
 	for (;;) {
-		c = 0;
-		while (read(stop_pipe[0], &c, 1) < 0 && errno == EINTR)
-			;
+		stopper_wait(sp, &c);
 		if (c != SIGHUP)
 			break;
 		reopen_log(sp);
@@ -241,24 +335,28 @@ static int fuse_mount_of(const char *mnt, char dev[32], char type[64])
 	return found;
 }
 
-static void set_kernel_readahead(const char *mnt, unsigned kib)
+/* The mount's device number into dev ("" when it cannot be found; logged). */
+static void find_mount_dev(const char *mnt, char dev[32])
 {
-	char dev[32] = "", type[64], path[96];
-	int fd, rc;
+	char type[64];
+	int rc = fuse_mount_of(mnt, dev, type);
 
-	if (!kib)
+	if (rc < 0)
+		nv_log(NV_INFO, NV_SUB_MAIN, "%s not found: mountinfo: %s", mnt, strerror(-rc));
+	else if (!rc)
+		nv_log(NV_INFO, NV_SUB_MAIN, "%s not in mountinfo", mnt);
+	if (rc <= 0)
+		dev[0] = 0;
+}
+
+/* dev: the mount's device number (find_mount_dev()); "" leaves it alone. */
+static void set_kernel_readahead(const char *mnt, unsigned kib, const char *dev)
+{
+	char path[96];
+	int fd;
+
+	if (!kib || !dev[0])
 		return;
-	rc = fuse_mount_of(mnt, dev, type);
-	if (rc < 0) {
-		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: mountinfo: %s",
-		       strerror(-rc));
-		return;
-	}
-	if (!rc) {
-		nv_log(NV_INFO, NV_SUB_MAIN, "kernel readahead left alone: %s not in mountinfo",
-		       mnt);
-		return;
-	}
 	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -391,6 +489,11 @@ static int setup_process(struct daemon *d)
 	}
 	if (nova_fs_check_durable(o->durable)) {
 		fprintf(stderr, "novafs: -o durable=%s: expected write or fsync\n", o->durable);
+		return -1;
+	}
+	if (stack_meta_check_valid(o->meta_check)) {
+		fprintf(stderr, "novafs: -o meta_check=%s: expected quick, warn or off\n",
+			o->meta_check);
 		return -1;
 	}
 	if (d->fopts.debug)
@@ -563,6 +666,8 @@ static int start_engine(struct daemon *d)
 	scfg.data_dir = d->dd;
 	if (!scfg.store_faults)
 		scfg.store_faults = getenv("NOVAFS_STORE_FAULTS");
+	if (!scfg.meta_check)
+		scfg.meta_check = "quick"; /* the table's default */
 	scfg.acked = nova_fs_acked;
 	scfg.acked_arg = d->fs;
 	/* max_read must also be a mount option (libfuse docs). */
@@ -637,7 +742,7 @@ static int run_loop(struct daemon *d)
  * still open, then unmount.  The exit status: 0 or 1. */
 static int mount_and_serve(struct daemon *d)
 {
-	struct stopper stopper = { d->se, d->fs, d->st, d->log_path };
+	struct stopper stopper = { d->se, d->fs, d->st, d->log_path, "" };
 	pthread_t stopper_thread;
 	bool have_stopper = false;
 	int ret, rc;
@@ -650,7 +755,8 @@ static int mount_and_serve(struct daemon *d)
 		return 1;
 	}
 	nova_fs_set_session(d->fs, d->se);
-	set_kernel_readahead(d->fopts.mountpoint, d->o.kernel_readahead_kib);
+	find_mount_dev(d->fopts.mountpoint, stopper.dev);
+	set_kernel_readahead(d->fopts.mountpoint, d->o.kernel_readahead_kib, stopper.dev);
 	if (pthread_create(&stopper_thread, NULL, stopper_main, &stopper) == 0)
 		have_stopper = true;
 	nv_log(NV_INFO, NV_SUB_MAIN, "star %s serving %s on %s", star_id(d->st), d->dd,

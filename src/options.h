@@ -67,6 +67,8 @@
 	    "this star's zone in the express set")                                            \
 	STR(meta, "URL", "sqlite:DATA_DIR/meta.db", STAR(meta_url),                           \
 	    "metastore: sqlite:/path.db or etcd://H:P[;H:P...]/PREFIX[?opts]")                \
+	STR(meta_check, "quick|warn|off", "quick", STAR(meta_check),                           \
+	    "check the metastore at start: refuse a damaged one, or log and start, or not")  \
 	STR(star, "ID", "DATA_DIR/star-id", STAR(star_id), "star id, 1-32 of [a-z0-9-]")      \
 	STR(listen, "ADDR:PORT", "off", STAR(listen_addr),                                    \
 	    "serve the star API here (several stars share one metastore)")                    \

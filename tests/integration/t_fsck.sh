@@ -3,7 +3,9 @@
 # 64 damaged bytes of meta.db are reported through SQLite's own
 # integrity check; a lost batch marker is a violation that names the
 # stream and its byte range; a healthy store passes, and status opens
-# with a summary (and has --json).
+# with a summary (and has --json).  The daemon refuses to start on the
+# damaged meta.db (PRAGMA quick_check at open), naming the file, fsck and
+# a recovery path, unless -o meta_check=warn; a healthy one mounts.
 set -euo pipefail
 . "$TESTLIB"
 nv_init
@@ -69,4 +71,34 @@ rc=0
 grep -q "VIOLATION metastore sqlite:$DATA/meta.db" "$NV_TMP/fsck.out" ||
 	fail "fsck did not report the metastore damage: $(head -n 5 "$NV_TMP/fsck.out")"
 say "ok: $(grep -m2 "VIOLATION metastore" "$NV_TMP/fsck.out" | tail -n 1)"
+
+say "5. the daemon refuses to mount the damaged meta.db, naming it and fsck"
+cp "$DATA/meta.db" "$NV_TMP/damaged.db"
+if nv_start_try ""; then
+	fail "the daemon mounted a damaged meta.db"
+fi
+((NV_EXIT_RC == 1)) || fail "refused start exited with $NV_EXIT_RC, expected 1"
+line=$(grep "is damaged (" "$LOG" | tail -n 1)
+[ -n "$line" ] || fail "no line says the metastore is damaged: $(tail -n 5 "$LOG")"
+for want in "$DATA/meta.db" "refusing to start" "novactl fsck -o data_dir=$DATA" \
+	".recover" "meta_check=warn"; do
+	grep -qF -- "$want" <<< "$line" || fail "the refusal does not say '$want': $line"
+done
+cmp -s "$DATA/meta.db" "$NV_TMP/damaged.db" || fail "the refused start changed meta.db"
+say "ok: refused: $line"
+
+say "6. -o meta_check=warn starts on it anyway, and says so"
+nv_start "meta_check=warn"
+grep -q "starting on it (meta_check=warn)" "$LOG" || fail "meta_check=warn did not log the damage"
+nv_stop
+NV_OPTS=
+
+say "7. a healthy meta.db still mounts (the check passes)"
+rm -rf "$DATA"
+cp -a "$NV_TMP/pristine" "$DATA"
+: > "$LOG"
+nv_start ""
+[ "$(cat "$MNT/b/s1")" = "$(printf 'rec 1 %s\n' 1 2 3)" ] || fail "b/s1 reads wrong"
+grep -q "is damaged" "$LOG" && fail "a healthy meta.db was called damaged: $(grep damaged "$LOG")"
+nv_stop
 say "PASS"

@@ -10,7 +10,11 @@
 # tiny python3 os call.  Rows that need a fault or a signal are checked by
 # the test named with `row_elsewhere` (the file must exist here and mention
 # the errno).  Afterwards the daemon must still be alive, every stream
-# intact, also across a remount.
+# intact, also across a remount.  Last, the rest of the man page that
+# names the code: the xattrs of each EXTENDED ATTRIBUTES subsection are
+# exactly those the daemon lists or fs/xattr.c handles there (and each
+# reads), and the FILES section's DATA_DIR entries are exactly what a
+# running daemon made in its data directory (novafs.log: t_mount's).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$TESTLIB"
@@ -566,7 +570,7 @@ row_elsewhere "append or hot read of a stream another star leads, when that star
 row_elsewhere "append or hot read of a stream whose leadership is moving (NOT_OWNER again after the one redial, or a stale redirect)" EAGAIN t_api.sh
 row_elsewhere "the store is full (after put_timeout_s of retries)" ENOSPC t_store_faults.sh t_local_faults.sh
 row_elsewhere "append when the store stayed unreachable (timeouts, EAGAIN, refused connections) for put_timeout_s" EIO t_store_faults.sh
-row_elsewhere "a request waiting at the recovery gate when the daemon stops" EIO t_shutdown.sh
+row_elsewhere "a request waiting at the recovery gate when the daemon stops (a signal, or the mount detached)" EIO t_shutdown.sh
 row_elsewhere "fsync or close after a record written with durable=fsync could not be made durable" EIO t_durable.sh
 row_elsewhere "an open by name or a cold read while no etcd member answers (after the meta URL's timeout=)" \
 	ETIMEDOUT ../etcd/t_etcd_faults.sh
@@ -649,5 +653,74 @@ say "ok: $what at the gate -> EINTR $secs s after it started (SIGALRM at 0.3 s)"
 nv_await 30 "the stream to be served once recovery ran" \
 	sh -c "[ \"\$(cat '$MNT/g/s' 2>/dev/null)\" = 'before the crash' ]"
 say "ok: served after recovery: $(cat "$MNT/g/s")"
+nv_stop
+
+# ------------------------------------------------ xattrs and FILES of the man page
+# man_section TITLE: the lines of the man page's .SH TITLE section.
+man_section() { awk -v t=".SH $1" '$0 == t { on = 1; next } /^\.SH / { on = 0 } on' "$NV_MAN"; }
+
+say "the man page's xattrs are the daemon's (listxattr, fs/xattr.c), place by place"
+NV_XATTR_C=$(dirname "$NV_MAN")/../fs/xattr.c
+[ -r "$NV_XATTR_C" ] || nv_hard_error "cannot read $NV_XATTR_C"
+nv_start ""
+for place in "stream:$MNT/g/s" "bucket:$MNT/g" "root:$MNT"; do
+	what=${place%%:*}
+	path=${place#*:}
+	case $what in
+	stream) sub="On a stream" ;;
+	bucket) sub="On a bucket" ;;
+	root) sub="On the root" ;;
+	esac
+	# The entries of the .SS SUB subsection: `.B user.nova.NAME` after .TP.
+	man_section "EXTENDED ATTRIBUTES" | awk -v t=".SS $sub" '
+		$0 == t { on = 1; next } /^\.S[SH] / { on = 0 }
+		on && tp && $1 == ".B" && $2 ~ /^user\.nova\./ { print $2 }
+		{ tp = ($0 == ".TP") }' | sort > "$NV_TMP/xa.man"
+	# What the daemon lists there, and what fs/xattr.c handles there (a
+	# stream's trim is handled but not listed): the union.
+	python3 - "$path" "$NV_XATTR_C" "$what" <<'PY' | sort -u > "$NV_TMP/xa.code"
+import os, re, sys
+path, src, what = sys.argv[1:]
+names = [n for n in os.listxattr(path) if n.startswith("user.nova.")]
+m = re.search(r"static const char \*const %s_names\[\] = \{([^}]*)\}" % what, open(src).read())
+if not m:
+    sys.exit("fs/xattr.c: no %s_names[] table" % what)
+names += ["user.nova." + n for n in re.findall(r'"([a-z_]+)"', m.group(1))]
+for n in names:
+    os.getxattr(path, n)  # handled: reads
+    print(n)
+PY
+	[ -s "$NV_TMP/xa.code" ] || fail "the $what has no user.nova. xattr"
+	if ! cmp -s "$NV_TMP/xa.man" "$NV_TMP/xa.code"; then
+		comm -3 "$NV_TMP/xa.man" "$NV_TMP/xa.code" |
+			sed 's/^\t/  daemon lists, man page lacks: /; t; s/^/  man page has, daemon lacks: /' >&2
+		fail "$NV_MAN, EXTENDED ATTRIBUTES, $sub: not the xattrs the daemon lists (above)"
+	fi
+	say "ok: $what: $(tr '\n' ' ' < "$NV_TMP/xa.code")"
+done
+
+say "the FILES section names what the daemon makes in its data directory, and only that"
+# Entry heads `.I DATA_DIR/NAME` (NAME/ for a directory); the entries'
+# text may name more (meta.db-wal, meta.db-shm).
+man_section FILES | sed -n 's/^\.I DATA_DIR\/\([^ ]*\)$/\1/p' | sed 's/\\-/-/g' > "$NV_TMP/files.man"
+[ -s "$NV_TMP/files.man" ] || fail "$NV_MAN, FILES: no DATA_DIR entries"
+man_section FILES | sed 's/\\-/-/g' > "$NV_TMP/files.text"
+while read -r f; do
+	case $f in
+	novafs.log) # only for a background start without a syslog socket
+		grep -qF 'DATA/novafs.log' "$NV_TDIR/t_mount.sh" ||
+			fail "FILES names novafs.log; t_mount.sh, its test, does not check it"
+		continue ;;
+	*/) [ -d "$DATA/${f%/}" ] || fail "FILES names DATA_DIR/$f; the daemon made no such directory" ;;
+	*) [ -f "$DATA/$f" ] || fail "FILES names DATA_DIR/$f; the daemon made no such file" ;;
+	esac
+done < "$NV_TMP/files.man"
+for p in "$DATA"/*; do
+	f=${p##*/}
+	[ -d "$p" ] && f=$f/
+	grep -qxF "$f" "$NV_TMP/files.man" || grep -qF "${f%/}" "$NV_TMP/files.text" ||
+		fail "the daemon made DATA_DIR/$f; FILES does not name it"
+done
+say "ok: FILES: $(tr '\n' ' ' < "$NV_TMP/files.man")"
 nv_stop
 rows_check

@@ -6,7 +6,7 @@
  * struct store_backend_ops (engine/store/store.h) in memory and is
  * wrapped with store_wrap(), so the engine reaches it through the real
  * store.c (key checks, counters, store.put/store.get failpoints).  Not
- * for: testing store.c itself (tests/unit/test_store_dir.c does that on
+ * for: testing store.c itself (tests/unit/test_store_dir*.c do that on
  * the directory backend).
  *
  * Test hooks (all thread-safe, callable from the test thread while engine

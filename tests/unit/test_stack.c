@@ -2,7 +2,9 @@
  * test_stack.c - unit tests of the storage stack builder (engine/stack.c):
  * the default URLs under DATA_DIR, the layers an express set and a fault
  * spec add, that a failure names its layer and leaves nothing open, and
- * that meta_must_exist refuses to create a metastore.
+ * that meta_must_exist refuses to create a metastore, and that
+ * meta_check refuses (quick), logs (warn) or skips (off, NULL) a damaged
+ * one.
  *
  * Every case works in its own mkdtemp() data directory with directory
  * stores and SQLite; nothing leaves the machine.
@@ -10,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,7 @@
 #include <cmocka.h>
 
 #include "engine/stack.h"
+#include "src/base/log.h"
 
 struct fx {
 	char dir[64];
@@ -120,6 +124,76 @@ static void test_stack_meta_must_exist(void **state)
 	stack_close(&stk);
 }
 
+/* A metastore of a few hundred pages, then 64 bytes of a page header in
+ * its middle overwritten (what t_fsck does to a daemon's meta.db). */
+static void make_damaged_meta(struct fx *f)
+{
+	struct stack_cfg cfg = { .data_dir = f->dir };
+	struct stack stk;
+	char key[32], val[200];
+	unsigned char junk[64];
+	struct stat sb;
+	int fd;
+
+	memset(val, 'v', sizeof(val));
+	assert_int_equal(stack_open(&cfg, &stk, NULL), 0);
+	for (int b = 0; b < 30; b++) { /* 100 puts a commit (one fsync each) */
+		struct kv_txn *t = kv_txn_new();
+
+		assert_non_null(t);
+		for (int i = 0; i < 100; i++) {
+			snprintf(key, sizeof(key), "k%06d", b * 100 + i);
+			assert_int_equal(kv_txn_put(t, key, strlen(key), val, sizeof(val)), 0);
+		}
+		assert_int_equal(kv_txn_commit(stk.kv, t, NULL), 0);
+		kv_txn_free(t);
+	}
+	stack_close(&stk); /* the last connection checkpoints the WAL */
+	assert_int_equal(stat(in_dir(f, "meta.db"), &sb), 0);
+	assert_true(sb.st_size > 100 * 4096);
+	memset(junk, 0xa5, sizeof(junk));
+	fd = open(in_dir(f, "meta.db"), O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), sb.st_size * 2 / 3 / 4096 * 4096),
+			 (ssize_t)sizeof(junk));
+	close(fd);
+}
+
+static void test_stack_meta_check(void **state)
+{
+	struct fx *f = *state;
+	struct stack_cfg cfg = { .data_dir = f->dir, .meta_check = "quick" };
+	struct stack stk;
+	struct stack_failure why;
+	int saved = nv_log_level;
+
+	assert_int_equal(stack_meta_check_valid(NULL), 0);
+	assert_int_equal(stack_meta_check_valid("off"), 0);
+	assert_int_equal(stack_meta_check_valid("quick"), 0);
+	assert_int_equal(stack_meta_check_valid("warn"), 0);
+	assert_int_equal(stack_meta_check_valid("Quick"), -EINVAL);
+	assert_int_equal(stack_meta_check_valid(""), -EINVAL);
+	/* A healthy metastore passes the check. */
+	assert_int_equal(stack_open(&cfg, &stk, &why), 0);
+	stack_close(&stk);
+	make_damaged_meta(f);
+	nv_log_level = -1; /* the damage is logged */
+	assert_int_equal(stack_open(&cfg, &stk, &why), -EIO);
+	assert_int_equal(why.part, STACK_META_DAMAGED);
+	assert_null(stk.store);
+	assert_null(stk.kv);
+	cfg.meta_check = "warn";
+	assert_int_equal(stack_open(&cfg, &stk, &why), 0);
+	stack_close(&stk);
+	nv_log_level = saved;
+	cfg.meta_check = "off";
+	assert_int_equal(stack_open(&cfg, &stk, &why), 0);
+	stack_close(&stk);
+	cfg.meta_check = NULL; /* the tools' default: no check */
+	assert_int_equal(stack_open(&cfg, &stk, &why), 0);
+	stack_close(&stk);
+}
+
 static void test_stack_named_urls(void **state)
 {
 	struct fx *f = *state;
@@ -213,6 +287,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stack_defaults_live_in_data_dir, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stack_meta_must_exist, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stack_meta_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stack_named_urls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stack_failure_names_layer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stack_express_and_empty, setup, teardown),
