@@ -431,10 +431,12 @@ void fs_file_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		}
 	}
 	if (rc) {
+		static struct nv_ratelimit rl_refused;
+
 		free(w);
 		if (rc != -ENOENT)
-			nv_log(NV_WARN, NV_SUB_FS, "append to %s/%s refused: %s", f->stream->bucket,
-			       f->stream->name, strerror(-rc));
+			nv_log_ratelimited(&rl_refused, NV_WARN, NV_SUB_FS, "append to %s/%s refused: %s",
+					   f->stream->bucket, f->stream->name, strerror(-rc));
 		fuse_reply_err(req, nova_fs_errno(rc));
 	}
 	/* else: replied at admission (append_admit()) or at the ack (write_done()). */

@@ -47,15 +47,15 @@ nv_alive || fail "the daemon died on a full disk"
 
 # lines_between T0 T1: the daemon's own ERROR and WARN lines stamped in
 # [T0, T1) (ISO times as the log writes them, compared as text).  The
-# fs: lines answer one refused call each, at the caller's rate: counted
-# apart (fs_lines_between).
+# fs: lines answer refused calls, which a user provokes at will: they
+# are rate-limited like every other refusal and counted with the rest
+# (fs_lines_between says how many of them there were).
 lines_between() {
-	awk -v a="$1" -v b="$2" '($3 == "ERROR" || $3 == "WARN") && $4 != "fs:" &&
+	awk -v a="$1" -v b="$2" '($3 == "ERROR" || $3 == "WARN") &&
 		$1 >= a && $1 < b' "$LOG"
 }
 fs_lines_between() {
-	awk -v a="$1" -v b="$2" '($3 == "ERROR" || $3 == "WARN") && $4 == "fs:" &&
-		$1 >= a && $1 < b' "$LOG" | wc -l
+	lines_between "$1" "$2" | awk '$4 == "fs:"' | wc -l
 }
 stamp() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }
 
