@@ -20,7 +20,9 @@
  *     snapshot (kv.h kv_range()).
  *  3. Retries: a call is retried on another member, with capped jittered
  *     backoff, while no member answers, until be->timeout_ns has passed
- *     (then -ETIMEDOUT).  A request that may have been applied (its answer
+ *     (then -ETIMEDOUT); once kv_closing() has set be->closing, a call
+ *     gives up after its current attempt and sets be->down, and while
+ *     be->down every call fails at once (ec_call()).  A request that may have been applied (its answer
  *     lost) is retried only when repeating it is harmless: reads, lease
  *     calls, unconditional writes; a CAS retried after such a loss that
  *     fails its compares is resolved by reading back whether its writes
@@ -65,6 +67,8 @@ struct ec_be {
 	char *name;
 
 	_Atomic int cur;     /* member that answered last */
+	atomic_bool closing; /* kv_closing(): stop retrying (invariant 3) */
+	atomic_bool down;    /* closing, and a call found no member answering */
 
 	pthread_mutex_t lock;
 	CURL *pool[EC_POOL]; /* protected by lock */
@@ -75,6 +79,7 @@ struct ec_be {
 
 /* conn.c */
 int ec_url_parse(struct ec_be *be, const char *url, bool https);
+void ec_closing(void *vbe); /* kv_closing() */
 void ec_be_free(struct ec_be *be);
 /*
  * POST req (borrowed) to /v3/<path> on the members (invariant 3).  0 and

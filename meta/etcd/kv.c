@@ -464,6 +464,7 @@ static const struct kv_backend_ops ec_ops = {
 	.watch_start = ec_watch_start,
 	.watch_stop = ec_watch_stop,
 	.status = ec_status,
+	.closing = ec_closing,
 };
 
 static void curl_once(void)
