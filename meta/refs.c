@@ -12,6 +12,7 @@
 #include "meta/keys.h"
 #include "meta/streams.h"
 #include "meta/tuple.h"
+#include "src/base/endian.h"
 #include "src/base/wire.h"
 
 #include <errno.h>
@@ -307,6 +308,37 @@ bad:
 	return -EBADMSG;
 }
 
+/* The hint row of r's kind (refs.h "Hints"): r starts the newest row of
+ * that kind.  Written beside every put; a stale hint only costs time. */
+static int hint_txn_put(struct kv_txn *t, struct nv_buf *k, const struct meta_ref *r)
+{
+	uint8_t v[8];
+	int rc = key_ref_hint(k, r->stream_id, r->kind);
+
+	nv_put_le64(v, r->first_seq);
+	return rc ? rc : kv_txn_put(t, k->ptr, k->len, v, sizeof(v));
+}
+
+/* The hint of kind: 0 and *seq, -ENOENT (none, or not a hint), kv error. */
+static int hint_get(struct kv *kv, uint64_t stream, unsigned kind, uint64_t *seq)
+{
+	struct nv_buf k, v;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, 64);
+	rc = key_ref_hint(&k, stream, kind);
+	if (!rc)
+		rc = kv_get(kv, k.ptr, k.len, &v, NULL);
+	if (!rc && v.len != 8)
+		rc = -ENOENT; /* not ours: fall back to the bounded-by-nothing path */
+	if (!rc)
+		*seq = nv_get_le64(v.ptr);
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+	return rc;
+}
+
 int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
 {
 	struct nv_buf k, v;
@@ -323,6 +355,8 @@ int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
 		rc = key_ref_byte(&k, r->stream_id, r->first_byte, r->first_seq);
 	if (!rc)
 		rc = kv_txn_put(t, k.ptr, k.len, v.ptr, v.len);
+	if (!rc)
+		rc = hint_txn_put(t, &k, r);
 	nv_buf_free(&k);
 	nv_buf_free(&v);
 	return rc;
@@ -478,12 +512,105 @@ static int settled_visit(void *arg, const struct meta_ref *r)
 	return 0;
 }
 
+/* The first two rows of stream at or after seq (refs.h "Hints"): *n of
+ * them decoded into two[] (the caller clears them). */
+struct two_rows {
+	uint64_t stream;
+	struct meta_ref r[2];
+	int n;
+};
+
+static int two_visit(void *arg, const uint8_t *key, size_t klen, const uint8_t *val,
+		     size_t vlen, uint64_t ver)
+{
+	struct two_rows *a = arg;
+	int rc = meta_ref_decode(val, vlen, a->stream, &a->r[a->n]);
+
+	(void)key, (void)klen, (void)ver;
+	if (!rc)
+		a->n++;
+	return rc ? rc : a->n == 2;
+}
+
+static int two_rows_from(struct kv *kv, uint64_t stream, uint64_t seq, struct two_rows *a)
+{
+	struct nv_buf start, end;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->stream = stream;
+	nv_buf_init(&start, KV_KEY_MAX);
+	nv_buf_init(&end, KV_KEY_MAX);
+	rc = key_refs_of(&end, stream);
+	if (!rc)
+		rc = nv_tup_prefix_end(&end);
+	if (!rc)
+		rc = key_ref(&start, stream, seq);
+	if (!rc)
+		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, 2, false, two_visit, a);
+	nv_buf_free(&start);
+	nv_buf_free(&end);
+	return rc;
+}
+
+static void two_rows_clear(struct two_rows *a)
+{
+	for (int i = 0; i < a->n; i++)
+		meta_ref_clear(&a->r[i]);
+}
+
+/* Is the first row a scan from the start would not skip (the one holding
+ * trim_seq, else the stream's first) a catalog row?  0 and *yes, or a kv
+ * error. */
+static int head_is_catalog(struct kv *kv, uint64_t stream, uint64_t trim_seq, bool *yes)
+{
+	struct meta_ref r;
+	struct two_rows two;
+	int rc;
+
+	*yes = false;
+	meta_ref_init(&r);
+	rc = trim_seq ? ref_floor(kv, false, stream, trim_seq, &r) : -ENOENT;
+	if (!rc)
+		*yes = r.kind == META_REF_CATALOG;
+	meta_ref_clear(&r);
+	if (rc != -ENOENT)
+		return rc;
+	rc = two_rows_from(kv, stream, 0, &two);
+	if (!rc)
+		*yes = two.n && two.r[0].kind == META_REF_CATALOG;
+	two_rows_clear(&two);
+	return rc;
+}
+
 int meta_ref_settled_end(struct kv *kv, uint64_t stream, uint64_t trim_seq, uint64_t *seq,
 			 uint64_t *byte)
 {
 	struct settled_arg a = { trim_seq, 0, 0 };
-	int rc = meta_ref_list(kv, stream, 0, 0, settled_visit, &a);
+	struct two_rows two = { 0 };
+	bool head = false;
+	uint64_t hint;
+	int rc = hint_get(kv, stream, META_REF_CATALOG, &hint);
 
+	if (rc && rc != -ENOENT)
+		return rc;
+	if (!rc)
+		rc = two_rows_from(kv, stream, hint, &two);
+	if (!rc && two.n && two.r[0].kind == META_REF_CATALOG &&
+	    (two.n == 1 || (two.r[1].kind != META_REF_CATALOG && two.r[1].end_seq > trim_seq)))
+		rc = head_is_catalog(kv, stream, trim_seq, &head);
+	if (!rc && head) {
+		/* A catalog row followed by a live span ref (or nothing),
+		 * and the scan's first row a catalog row: the catalog rows
+		 * between are contiguous (refs.h "Hints"), so the scan would
+		 * end here. */
+		a.seq = two.r[0].end_seq;
+		a.byte = two.r[0].end_byte;
+	}
+	two_rows_clear(&two);
+	if (rc && rc != -ENOENT)
+		return rc;
+	rc = head ? 0 : meta_ref_list(kv, stream, 0, 0, settled_visit, &a);
 	*seq = a.seq;
 	*byte = a.byte;
 	return rc;
@@ -501,7 +628,30 @@ int meta_ref_floor_byte(struct kv *kv, uint64_t stream, uint64_t byte, struct me
 
 int meta_ref_last(struct kv *kv, uint64_t stream, struct meta_ref *r)
 {
-	return ref_floor(kv, false, stream, UINT64_MAX, r);
+	struct two_rows two;
+	uint64_t hint;
+	int rc = hint_get(kv, stream, META_REF_SPAN, &hint);
+
+	if (rc == -ENOENT)
+		return ref_floor(kv, false, stream, UINT64_MAX, r);
+	if (rc)
+		return rc;
+	rc = two_rows_from(kv, stream, hint, &two);
+	if (!rc && two.n == 1) {
+		/* The only row at or after the hint: the last one. */
+		meta_ref_clear(r);
+		*r = two.r[0];
+		return 0;
+	}
+	if (rc) {
+		two_rows_clear(&two);
+		return rc;
+	}
+	two_rows_clear(&two);
+	/* None at or after it: the last row starts below (settlement or trim
+	 * moved it), a windowed floor; two: the hint is stale, the whole
+	 * space. */
+	return ref_floor(kv, false, stream, two.n ? UINT64_MAX : hint, r);
 }
 
 #define LIST_PAGE 32

@@ -19,7 +19,25 @@
  * floor lookup (meta_ref_floor_byte()).  Both rows are written and
  * deleted together, in one transaction: meta_ref_txn_put() and
  * meta_ref_txn_del() / meta_ref_txn_del_ver() are the only writers of
- * either space, so settle and trim never touch a twin by hand.
+ * either space (and of the hints below), so settle and trim never touch
+ * a twin by hand.
+ *
+ * Hints ("rhn", stream, kind): meta_ref_txn_put() also writes, in the
+ * same transaction, where the newest row of the ref's kind starts (its
+ * first_seq: the absorb's newest span ref, the settle's newest catalog
+ * row), so a stream load costs a few cheap reads, never its history: on
+ * etcd a descending range reads its whole range first (meta/etcd/kv.c).
+ * meta_ref_last() reads the span hint and the first two rows at or after
+ * it (one ascending range of limit 2): one row is the last; none, the
+ * last starts below (a windowed floor); two, the hint is stale.
+ * meta_ref_settled_end() reads the catalog hint and the two rows there:
+ * a catalog row followed by a span ref (or nothing) ends the settled
+ * history.  A hint is only a starting point: each answer is checked
+ * against the rows, and a missing or stale hint (a crash between the
+ * parts of a split batch, rows from before hints existed, a trim's
+ * rewrite of the first catalog row) falls back to the scan it replaces,
+ * so the answers are those of the scans on every backend.  The hints of
+ * a deleted stream go with its stream row (meta_reclaim_stream_done()).
  *
  * Record timestamps are non-decreasing per stream (engine/chain.c), so
  * max_ts is all a time lookup needs: the records of a ref lie in

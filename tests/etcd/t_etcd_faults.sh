@@ -90,6 +90,13 @@ say "ok: every acked record once and in order after the member kills ($NV_W_CHEC
 # 3. The whole cluster down for 20 s, with a backlog that fills in it.
 nv_stop
 nv_start "backlog_mib=1,backlog_wait_s=5"
+# b's newest bytes hot again in this incarnation's tail cache.
+python3 "$NV_TMP/w2.py" "$MNT/f/b" "${NV_W_NEXT[b]}" "$NV_TMP/last.b" > "$NV_TMP/w2b.out" 2>&1 &
+wpid=$!
+nv_bg "$wpid"
+nv_await 20 "appends to b" bash -c "(( \$(tr -d ' \n' < '$NV_TMP/last.b' 2>/dev/null || echo 0) > ${NV_W_NEXT[b]} + 50 ))"
+kill "$wpid"
+wait "$wpid" 2>/dev/null || true
 python3 "$NV_TMP/w2.py" "$MNT/f/a" "${NV_W_NEXT[a]}" "$NV_TMP/last.a" > "$NV_TMP/w2.out" 2>&1 &
 wpid=$!
 nv_bg "$wpid"
