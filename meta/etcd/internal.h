@@ -108,6 +108,35 @@ int ec_unb64(const struct ec_be *be, const json_t *s, struct nv_buf *out, bool p
 /* An int64 field etcd sends as a string (or omits as 0). */
 uint64_t ec_u64(const json_t *obj, const char *field);
 
+/*
+ * Decoders of etcd's answers (fuzzed: tests/fuzz/fuzz_etcd_json.c).  Each
+ * takes any JSON value, NULL too, and reads only what it reports.
+ */
+/* kv.c: key, value (either may be NULL) and version of kvs[i] of a range
+ * answer: 0, -ENOENT (no such entry), -EBADMSG (not base64, or a key
+ * outside be's prefix), -ENOMEM. */
+int ec_range_kv(const struct ec_be *be, const json_t *resp, size_t i, struct nv_buf *k,
+		struct nv_buf *v, uint64_t *ver);
+/* kv.c: a txn answer: 0 (succeeded) or -ECANCELED; *rev its revision. */
+int ec_txn_outcome(const json_t *resp, uint64_t *rev);
+/* lease.c: a keepalive answer: 0 and *ttl_s (<= KV_LEASE_TTL_MAX), or
+ * -ENOLCK (no TTL: the lease is lost). */
+int ec_keepalive_ttl(const json_t *resp, unsigned *ttl_s);
+/* lease.c: one line of a watch stream. */
+enum ec_watch_kind {
+	EC_WATCH_OVER,      /* an error, a cancel, or not a message: reconnect */
+	EC_WATCH_COMPACTED, /* the resume point is gone: prompt, from now */
+	EC_WATCH_EVENTS,    /* changes: prompt with top */
+	EC_WATCH_QUIET,     /* created or progress: nothing changed */
+};
+struct ec_watch_msg {
+	enum ec_watch_kind kind;
+	uint64_t hrev;      /* the header's revision (0: none) */
+	uint64_t top;       /* EVENTS: the greatest mod_revision (0: none) */
+	uint64_t compacted; /* COMPACTED: etcd's compact_revision */
+};
+void ec_watch_decode(const char *p, size_t n, struct ec_watch_msg *m);
+
 /* lease.c */
 int ec_lease_grant(void *vbe, unsigned ttl_s, uint64_t *id);
 int ec_lease_keepalive(void *vbe, uint64_t id, unsigned *ttl_s);
