@@ -103,7 +103,8 @@ void ec_handle_put(struct ec_be *be, CURL *h);
  * JSON string (caller owns) or NULL. */
 json_t *ec_b64(const struct ec_be *be, const void *p, size_t n, bool prefixed);
 /* Decode JSON string s into out (reset first); strip be's prefix when
- * prefixed (-EBADMSG when absent).  0 or -errno. */
+ * prefixed (-EBADMSG when absent, or when the text is not base64 or is
+ * longer than out's bound).  0 or -errno. */
 int ec_unb64(const struct ec_be *be, const json_t *s, struct nv_buf *out, bool prefixed);
 /* An int64 field etcd sends as a string (or omits as 0). */
 uint64_t ec_u64(const json_t *obj, const char *field);
