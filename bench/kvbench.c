@@ -136,31 +136,41 @@ static int noop_ref(void *arg, const struct meta_ref *r)
 static int stream_loads(struct kv *kv, bool scan, uint64_t n, const char *name)
 {
 	enum { NL = 50 };
-	double lat[NL];
+	double lat[NL], last[NL], settled[NL];
+	char part[96];
 	int rc = 0;
 
 	for (int i = 0; i < NL && !rc; i++) {
 		struct meta_ref r;
 		uint64_t seq, byte;
-		double t0 = now_ms();
+		double t0 = now_ms(), t1;
 
 		meta_ref_init(&r);
 		if (scan) {
 			rc = floor_unbounded(kv, n);
+			t1 = now_ms();
 			if (!rc)
 				rc = meta_ref_list(kv, STREAM, 0, 1, noop_ref, NULL);
 		} else {
 			rc = meta_ref_last(kv, STREAM, &r);
 			if (!rc && r.end_seq != n)
 				rc = -EBADMSG;
+			t1 = now_ms();
 			if (!rc)
 				rc = meta_ref_settled_end(kv, STREAM, 0, &seq, &byte);
 		}
 		lat[i] = now_ms() - t0;
+		last[i] = t1 - t0;
+		settled[i] = lat[i] - last[i];
 		meta_ref_clear(&r);
 	}
-	if (!rc)
+	if (!rc) {
 		report(name, lat, NL);
+		snprintf(part, sizeof(part), "%s_last", name);
+		report(part, last, NL);
+		snprintf(part, sizeof(part), "%s_settled", name);
+		report(part, settled, NL);
+	}
 	return rc;
 }
 

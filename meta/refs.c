@@ -559,27 +559,53 @@ static void two_rows_clear(struct two_rows *a)
 		meta_ref_clear(&a->r[i]);
 }
 
-/* Is the first row a scan from the start would not skip (the one holding
- * trim_seq, else the stream's first) a catalog row?  0 and *yes, or a kv
- * error. */
-static int head_is_catalog(struct kv *kv, uint64_t stream, uint64_t trim_seq, bool *yes)
+/* The row that starts exactly at seq (a point read): 0, -ENOENT, or the
+ * kv error. */
+static int row_at(struct kv *kv, uint64_t stream, uint64_t seq, struct meta_ref *r)
+{
+	uint64_t ver;
+
+	return meta_ref_get(kv, stream, seq, r, &ver);
+}
+
+/*
+ * The scan of meta_ref_settled_end() by cheap reads (refs.h "Hints"):
+ * the rows a scan from the start skips (wholly below trim_seq) end at
+ * or before the row holding trim_seq, found with a windowed floor; among
+ * them only the nearest catalog row counts (walked back to, past span
+ * refs reclamation has not removed yet); from that row on the scan goes
+ * row by row, each the one starting where the last ended (refs.h
+ * invariant 1), until a live span ref.
+ */
+static int settled_scan(struct kv *kv, uint64_t stream, struct settled_arg *a)
 {
 	struct meta_ref r;
-	struct two_rows two;
+	uint64_t cur = a->trim_seq;
 	int rc;
 
-	*yes = false;
 	meta_ref_init(&r);
-	rc = trim_seq ? ref_floor(kv, false, stream, trim_seq, &r) : -ENOENT;
-	if (!rc)
-		*yes = r.kind == META_REF_CATALOG;
+	rc = ref_floor(kv, false, stream, a->trim_seq, &r);
+	if (!rc) {
+		cur = r.first_seq;
+		while (!rc && r.kind != META_REF_CATALOG && r.first_seq > 0) {
+			rc = ref_floor(kv, false, stream, r.first_seq - 1, &r);
+			if (!rc && r.kind == META_REF_CATALOG) {
+				a->seq = r.end_seq;
+				a->byte = r.end_byte;
+			}
+		}
+	}
+	for (rc = rc == -ENOENT ? 0 : rc; !rc;) {
+		rc = row_at(kv, stream, cur, &r);
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		if (!rc && (settled_visit(a, &r) || r.end_seq <= cur))
+			break;
+		cur = r.end_seq;
+	}
 	meta_ref_clear(&r);
-	if (rc != -ENOENT)
-		return rc;
-	rc = two_rows_from(kv, stream, 0, &two);
-	if (!rc)
-		*yes = two.n && two.r[0].kind == META_REF_CATALOG;
-	two_rows_clear(&two);
 	return rc;
 }
 
@@ -587,30 +613,37 @@ int meta_ref_settled_end(struct kv *kv, uint64_t stream, uint64_t trim_seq, uint
 			 uint64_t *byte)
 {
 	struct settled_arg a = { trim_seq, 0, 0 };
-	struct two_rows two = { 0 };
-	bool head = false;
+	struct meta_ref x, n, h;
 	uint64_t hint;
 	int rc = hint_get(kv, stream, META_REF_CATALOG, &hint);
 
-	if (rc && rc != -ENOENT)
-		return rc;
+	meta_ref_init(&x);
+	meta_ref_init(&n);
+	meta_ref_init(&h);
+	/* The hint: a catalog row there, a live span ref (or nothing) after
+	 * it, and the scan's first row a catalog row too: the catalog rows
+	 * between are contiguous (refs.h "Hints"), the scan ends there. */
 	if (!rc)
-		rc = two_rows_from(kv, stream, hint, &two);
-	if (!rc && two.n && two.r[0].kind == META_REF_CATALOG &&
-	    (two.n == 1 || (two.r[1].kind != META_REF_CATALOG && two.r[1].end_seq > trim_seq)))
-		rc = head_is_catalog(kv, stream, trim_seq, &head);
-	if (!rc && head) {
-		/* A catalog row followed by a live span ref (or nothing),
-		 * and the scan's first row a catalog row: the catalog rows
-		 * between are contiguous (refs.h "Hints"), so the scan would
-		 * end here. */
-		a.seq = two.r[0].end_seq;
-		a.byte = two.r[0].end_byte;
+		rc = row_at(kv, stream, hint, &x);
+	if (!rc && x.kind == META_REF_CATALOG)
+		rc = row_at(kv, stream, x.end_seq, &n);
+	else if (!rc)
+		rc = -ENOENT;
+	if (rc == -ENOENT && x.kind == META_REF_CATALOG)
+		rc = 0, n.kind = 0; /* nothing after it */
+	if (!rc && (n.kind == META_REF_CATALOG || (n.kind && n.end_seq <= trim_seq)))
+		rc = -ENOENT;
+	if (!rc)
+		rc = ref_floor(kv, false, stream, trim_seq, &h);
+	if (!rc && h.kind == META_REF_CATALOG) {
+		a.seq = x.end_seq;
+		a.byte = x.end_byte;
+	} else if (!rc || rc == -ENOENT) {
+		rc = settled_scan(kv, stream, &a);
 	}
-	two_rows_clear(&two);
-	if (rc && rc != -ENOENT)
-		return rc;
-	rc = head ? 0 : meta_ref_list(kv, stream, 0, 0, settled_visit, &a);
+	meta_ref_clear(&x);
+	meta_ref_clear(&n);
+	meta_ref_clear(&h);
 	*seq = a.seq;
 	*byte = a.byte;
 	return rc;

@@ -30,13 +30,18 @@
  * meta_ref_last() reads the span hint and the first two rows at or after
  * it (one ascending range of limit 2): one row is the last; none, the
  * last starts below (a windowed floor); two, the hint is stale.
- * meta_ref_settled_end() reads the catalog hint and the two rows there:
- * a catalog row followed by a span ref (or nothing) ends the settled
- * history.  A hint is only a starting point: each answer is checked
- * against the rows, and a missing or stale hint (a crash between the
- * parts of a split batch, rows from before hints existed, a trim's
- * rewrite of the first catalog row) falls back to the scan it replaces,
- * so the answers are those of the scans on every backend.  The hints of
+ * meta_ref_settled_end() reads the catalog hint, the row starting there
+ * and the one starting where it ends (point reads): a catalog row
+ * followed by a live span ref (or nothing), with the row holding
+ * trim_seq a catalog row too, ends the settled history (the catalog rows
+ * between are contiguous: settlement extends the last one).  Otherwise
+ * it scans by cheap reads (settled_scan() in refs.c: a windowed floor at
+ * trim_seq, then row after row by invariant 1, stopping at the first
+ * live span ref, which for a stream without catalog rows is the first).
+ * meta_ref_last()'s answer is checked against the rows without relying
+ * on invariant 1; a missing or stale span hint (a crash between the
+ * parts of a split batch, rows from before hints existed) falls back to
+ * the floor over the whole stream it replaces.  The hints of
  * a deleted stream go with its stream row (meta_reclaim_stream_done()).
  *
  * Record timestamps are non-decreasing per stream (engine/chain.c), so
