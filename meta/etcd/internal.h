@@ -103,8 +103,8 @@ void ec_handle_put(struct ec_be *be, CURL *h);
  * JSON string (caller owns) or NULL. */
 json_t *ec_b64(const struct ec_be *be, const void *p, size_t n, bool prefixed);
 /* Decode JSON string s into out (reset first); strip be's prefix when
- * prefixed (-EBADMSG when absent, or when the text is not base64 or is
- * longer than out's bound).  0 or -errno. */
+ * prefixed (-EBADMSG when absent, or when the text is not base64; -E2BIG
+ * when longer than out's bound).  0 or -errno. */
 int ec_unb64(const struct ec_be *be, const json_t *s, struct nv_buf *out, bool prefixed);
 /* An int64 field etcd sends as a string (or omits as 0). */
 uint64_t ec_u64(const json_t *obj, const char *field);
@@ -115,7 +115,7 @@ uint64_t ec_u64(const json_t *obj, const char *field);
  */
 /* kv.c: key, value (either may be NULL) and version of kvs[i] of a range
  * answer: 0, -ENOENT (no such entry), -EBADMSG (not base64, or a key
- * outside be's prefix), -ENOMEM. */
+ * outside be's prefix), -E2BIG (longer than k's or v's bound), -ENOMEM. */
 int ec_range_kv(const struct ec_be *be, const json_t *resp, size_t i, struct nv_buf *k,
 		struct nv_buf *v, uint64_t *ver);
 /* kv.c: a txn answer: 0 (succeeded) or -ECANCELED; *rev its revision. */
