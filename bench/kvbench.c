@@ -14,6 +14,13 @@
  *                   one unbounded kv_floor() over the stream's refs (what
  *                   it cost before the windows), mean and p99
  *   point_*_ms      kv_get() of one ref row (a cold read's point read)
+ *   stream_load_at_N_*_ms  what a stream load asks the metastore
+ *                   (meta_ref_last() + meta_ref_settled_end(), through
+ *                   the ref hints) with N refs written, N = 1000 and
+ *                   REFS: flat in N
+ *   stream_load_scan_*_ms  the same two answers by the scans they
+ *                   replaced (one unbounded floor over the stream, one
+ *                   page of the listing from its start), at REFS
  *   batch_*         one absorb batch of 8 streams: the refs transaction
  *                   and the checkpoint CAS (2 metastore requests), latency
  * Latencies are CLOCK_MONOTONIC per call, on a shared machine.
@@ -24,6 +31,7 @@
 #include "meta/refs.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +125,55 @@ static int floor_unbounded(struct kv *kv, uint64_t pos)
 	return rc;
 }
 
+static int noop_ref(void *arg, const struct meta_ref *r)
+{
+	(void)arg, (void)r;
+	return 1;
+}
+
+/* A stream load's metastore reads, NL times: through the hints, or (scan)
+ * the way they were answered before the hints. */
+static int stream_loads(struct kv *kv, bool scan, uint64_t n, const char *name)
+{
+	enum { NL = 50 };
+	double lat[NL], last[NL], settled[NL];
+	char part[96];
+	int rc = 0;
+
+	for (int i = 0; i < NL && !rc; i++) {
+		struct meta_ref r;
+		uint64_t seq, byte;
+		double t0 = now_ms(), t1;
+
+		meta_ref_init(&r);
+		if (scan) {
+			rc = floor_unbounded(kv, n);
+			t1 = now_ms();
+			if (!rc)
+				rc = meta_ref_list(kv, STREAM, 0, 1, noop_ref, NULL);
+		} else {
+			rc = meta_ref_last(kv, STREAM, &r);
+			if (!rc && r.end_seq != n)
+				rc = -EBADMSG;
+			t1 = now_ms();
+			if (!rc)
+				rc = meta_ref_settled_end(kv, STREAM, 0, &seq, &byte);
+		}
+		lat[i] = now_ms() - t0;
+		last[i] = t1 - t0;
+		settled[i] = lat[i] - last[i];
+		meta_ref_clear(&r);
+	}
+	if (!rc) {
+		report(name, lat, NL);
+		snprintf(part, sizeof(part), "%s_last", name);
+		report(part, last, NL);
+		snprintf(part, sizeof(part), "%s_settled", name);
+		report(part, settled, NL);
+	}
+	return rc;
+}
+
 /* One absorb-like batch: 8 streams' refs, then the checkpoint CAS. */
 static int batch(struct kv *kv, uint64_t round)
 {
@@ -173,8 +230,20 @@ int main(int argc, char **argv)
 	if (meta_ref_last(kv, STREAM, &r) == 0)
 		have = r.end_seq;
 	t0 = now_ms();
-	rc = load(kv, have, n);
+	rc = load(kv, have, n < 1000 ? n : 1000);
+	if (!rc && n > 1000 && have <= 1000)
+		rc = stream_loads(kv, false, 1000, "stream_load_at_1000");
+	if (!rc)
+		rc = load(kv, have > 1000 ? have : 1000, n);
 	printf("refs=%llu\nload_s=%.2f\n", (unsigned long long)n, (now_ms() - t0) / 1e3);
+	if (!rc) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "stream_load_at_%llu", (unsigned long long)n);
+		rc = stream_loads(kv, false, n, name);
+	}
+	if (!rc)
+		rc = stream_loads(kv, true, n, "stream_load_scan");
 	srand(42);
 	for (int i = 0; !rc && i < NF; i++) {
 		uint64_t pos = (uint64_t)rand() % n;

@@ -586,6 +586,17 @@ static void *absorb_main(void *arg)
 					a->cfg.failed(a->cfg.failed_arg, cls, epoch, rc);
 					pthread_mutex_lock(&a->lock);
 				}
+			} else if (kv_is_closing(a->cfg.kv)) {
+				/* The star is closing (kv.h kv_closing()): no retry.
+				 * The batch's records are acked and durable in their
+				 * slots; the next start's recovery absorbs them. */
+				a->err = rc;
+				pthread_cond_broadcast(&a->idle);
+				nv_log(NV_WARN, NV_SUB_ABSORB,
+				       "%s/%s epoch %llu: commit failed while closing (%s): %u "
+				       "flight(s) left to the next start's recovery",
+				       nv_class_name(a->row.cls), a->row.star,
+				       (unsigned long long)a->row.epoch, strerror(-rc), a->qlen);
 			} else {
 				uint64_t ms = failures < 10 ? 10u << failures : 5000;
 				struct timespec ts;
@@ -597,11 +608,12 @@ static void *absorb_main(void *arg)
 					       "%s/%s epoch %llu: commit failed (%s); retrying",
 					       nv_class_name(a->row.cls), a->row.star,
 					       (unsigned long long)a->row.epoch, strerror(-rc));
-				pthread_mutex_unlock(&a->lock);
-				ts.tv_sec = (time_t)(ms / 1000);
-				ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-				nanosleep(&ts, NULL);
-				pthread_mutex_lock(&a->lock);
+				/* The pause; a close (its drain wakes us) cuts it
+				 * short. */
+				ts = nv_mono_deadline(ms * NV_NS_PER_MS);
+				while (!a->stop && !kv_is_closing(a->cfg.kv) &&
+				       pthread_cond_timedwait(&a->work, &a->lock, &ts) != ETIMEDOUT)
+					;
 			}
 		}
 		a->busy = false;

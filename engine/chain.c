@@ -166,6 +166,15 @@ int chain_append(struct chain *c, struct nv_stream *s, const void *body, size_t 
 	if (len > CHAIN_RECORD_MAX)
 		return -EFBIG;
 	rc = backlog_take(c->cfg.backlog, tokens);
+	if (rc == -ETIMEDOUT)
+		nv_log(NV_WARN, NV_SUB_MAIN,
+		       "stream %s/%s: a write failed (ETIMEDOUT) after waiting %llu s for "
+		       "backlog tokens: %llu of %llu KiB admitted and not yet absorbed; the "
+		       "absorb is not committing (see its warnings: is the metastore reachable?)",
+		       s->bucket, s->name,
+		       (unsigned long long)(backlog_wait_ns(c->cfg.backlog) / NV_NS_PER_S),
+		       (unsigned long long)(backlog_used(c->cfg.backlog) >> 10),
+		       (unsigned long long)(backlog_budget(c->cfg.backlog) >> 10));
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&c->lock);

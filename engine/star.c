@@ -377,7 +377,7 @@ static int start_caches(struct star *st)
 	if (rc)
 		return rc;
 	st->streams = stream_table_new();
-	st->backlog = backlog_new(cfg->backlog_bytes, &st->stats);
+	st->backlog = backlog_new(cfg->backlog_bytes, cfg->backlog_wait_ns, &st->stats);
 	st->tc = tailcache_new(cfg->tail_cache_bytes, &st->stats);
 	if (!st->streams || !st->backlog || !st->tc)
 		return -ENOMEM;
@@ -479,6 +479,7 @@ int star_close(struct star *st)
 
 	if (!st)
 		return 0;
+	kv_closing(st->kv); /* a dead metastore is given up on at once (kv.h) */
 	/* The auditor first: no restart may race the close. */
 	auditor_free(st->auditor);
 	st->auditor = NULL;

@@ -98,6 +98,7 @@ struct star_cfg {
 	const char *cluster_secret_file; /* NULL: none; the star API's credential */
 	const char *store_faults;  /* testing: a fault.h spec wrapping the store */
 	uint64_t backlog_bytes;
+	uint64_t backlog_wait_ns;  /* a writer waits this long for tokens; 0: forever */
 	uint64_t tail_cache_bytes;
 	uint64_t read_cache_bytes;
 	uint64_t flight_max;

@@ -26,6 +26,7 @@
 	X(tail_cache_skipped) /* flights too large for the cache */        \
 	X(tail_cache_evicted) /* bytes evicted from the cache */           \
 	X(backlog_waits)      /* admissions that blocked for tokens */     \
+	X(backlog_timeouts)   /* admissions failed after backlog_wait_s */ \
 	X(cold_reads)         /* reads served from object storage */       \
 	X(cold_read_bytes)    /* bytes those reads returned */             \
 	X(footer_fetches)     /* footer windows fetched */                 \

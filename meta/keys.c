@@ -84,6 +84,15 @@ int key_ref(struct nv_buf *b, uint64_t stream, uint64_t first_seq)
 	return rc ? rc : nv_tup_add_u64(b, first_seq);
 }
 
+int key_ref_hint(struct nv_buf *b, uint64_t stream, unsigned kind)
+{
+	int rc = tag(b, "rhn");
+
+	if (!rc)
+		rc = nv_tup_add_u64(b, stream);
+	return rc ? rc : nv_tup_add_u64(b, kind);
+}
+
 int key_ref_bytes_of(struct nv_buf *b, uint64_t stream)
 {
 	int rc = tag(b, "rby");

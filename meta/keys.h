@@ -17,6 +17,9 @@
  *                                            the same rows (first_seq
  *                                            keeps refs of empty records
  *                                            apart)
+ *   ("rhn", stream_id, kind)                 where the newest refs.c
+ *                                            row of a kind starts (a
+ *                                            hint: refs.h "Hints")
  *   ("mint", class, star)                    epoch mint head  chains.c
  *   ("chn", class, star, epoch)              chain row        chains.c
  *   ("mrk", class, star, epoch, first_slot)  batch marker     markers.c
@@ -55,6 +58,8 @@ int key_refs_of(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_re
 int key_ref_byte(struct nv_buf *b, uint64_t stream, uint64_t first_byte, uint64_t first_seq)
 	__attribute__((warn_unused_result));
 int key_ref_bytes_of(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
+int key_ref_hint(struct nv_buf *b, uint64_t stream, unsigned kind)
+	__attribute__((warn_unused_result));
 int key_mint(struct nv_buf *b, unsigned cls, const char *star) __attribute__((warn_unused_result));
 int key_reclaim_stream(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
 int key_reclaim_stream_space(struct nv_buf *b) __attribute__((warn_unused_result));

@@ -28,8 +28,9 @@
  *  7. A watch's prompt is set only by kv_watch_fire() and cleared only by
  *     the kv_watch_wait() that reports it, both under the watch's lock.
  *
- * Threads: struct kv is immutable after kv_wrap() returns, so the calls
- * here need no lock; the backend is thread-safe (kv.h invariant 4).  A
+ * Threads: struct kv is immutable after kv_wrap() returns except its
+ * closing flag (an atomic, set once by kv_closing()), so the calls here
+ * need no lock; the backend is thread-safe (kv.h invariant 4).  A
  * struct kv_txn belongs to one thread at a time.
  */
 #include "config.h"
@@ -41,6 +42,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,11 +53,12 @@
  */
 #define KV_BOUND_MAX (KV_KEY_MAX + 1)
 
-/* Immutable after kv_wrap(); shared by every thread. */
+/* Immutable after kv_wrap() but for closing; shared by every thread. */
 struct kv {
 	const struct kv_backend_ops *ops; /* borrowed: static tables */
 	void *be;                         /* owned; ops->close() */
 	char *name;                       /* owned */
+	atomic_bool closing;              /* kv_closing() was called */
 };
 
 /*
@@ -115,6 +118,19 @@ void kv_close(struct kv *kv)
 	kv->ops->close(kv->be);
 	free(kv->name);
 	free(kv);
+}
+
+void kv_closing(struct kv *kv)
+{
+	if (!kv || atomic_exchange(&kv->closing, true))
+		return;
+	if (kv->ops->closing)
+		kv->ops->closing(kv->be);
+}
+
+bool kv_is_closing(struct kv *kv)
+{
+	return atomic_load(&kv->closing);
 }
 
 const char *kv_name(const struct kv *kv)

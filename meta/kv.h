@@ -85,6 +85,20 @@ int kv_open(const char *url, struct kv **out) __attribute__((warn_unused_result)
 void kv_close(struct kv *kv);
 
 /*
+ * The owner is shutting down (star_close()): a remote backend stops
+ * retrying an unreachable metastore for its full timeout.  From now on
+ * a call (also one in progress) that finds no member answering gives up
+ * after the attempt it is making (at most one request timeout), and once
+ * one call has given up every later call fails with -ETIMEDOUT at once,
+ * without trying.  Callers that would retry a failed commit forever
+ * (the absorb) check kv_is_closing() and stop instead: what they did not
+ * write is recovered at the next start.  Idempotent; thread-safe; NULL
+ * is a no-op.
+ */
+void kv_closing(struct kv *kv);
+bool kv_is_closing(struct kv *kv);
+
+/*
  * Point lookup.  On 0, val (caller-owned, reset first) holds the value
  * and *ver (may be NULL) its version.  -ENOENT when absent.
  */
@@ -306,6 +320,8 @@ struct kv_backend_ops {
 	int (*watch_start)(void *be, struct kv_watch *w);
 	void (*watch_stop)(void *be, struct kv_watch *w);
 	int (*status)(void *be, struct nv_buf *out);
+	/* Optional (NULL: nothing to change): kv_closing(). */
+	void (*closing)(void *be);
 };
 
 /* For backends: a watch's prefix (borrowed until kv_watch_close()) and

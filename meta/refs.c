@@ -12,6 +12,7 @@
 #include "meta/keys.h"
 #include "meta/streams.h"
 #include "meta/tuple.h"
+#include "src/base/endian.h"
 #include "src/base/wire.h"
 
 #include <errno.h>
@@ -307,6 +308,37 @@ bad:
 	return -EBADMSG;
 }
 
+/* The hint row of r's kind (refs.h "Hints"): r starts the newest row of
+ * that kind.  Written beside every put; a stale hint only costs time. */
+static int hint_txn_put(struct kv_txn *t, struct nv_buf *k, const struct meta_ref *r)
+{
+	uint8_t v[8];
+	int rc = key_ref_hint(k, r->stream_id, r->kind);
+
+	nv_put_le64(v, r->first_seq);
+	return rc ? rc : kv_txn_put(t, k->ptr, k->len, v, sizeof(v));
+}
+
+/* The hint of kind: 0 and *seq, -ENOENT (none, or not a hint), kv error. */
+static int hint_get(struct kv *kv, uint64_t stream, unsigned kind, uint64_t *seq)
+{
+	struct nv_buf k, v;
+	int rc;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, 64);
+	rc = key_ref_hint(&k, stream, kind);
+	if (!rc)
+		rc = kv_get(kv, k.ptr, k.len, &v, NULL);
+	if (!rc && v.len != 8)
+		rc = -ENOENT; /* not ours: fall back to the bounded-by-nothing path */
+	if (!rc)
+		*seq = nv_get_le64(v.ptr);
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+	return rc;
+}
+
 int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
 {
 	struct nv_buf k, v;
@@ -323,6 +355,8 @@ int meta_ref_txn_put(struct kv_txn *t, const struct meta_ref *r)
 		rc = key_ref_byte(&k, r->stream_id, r->first_byte, r->first_seq);
 	if (!rc)
 		rc = kv_txn_put(t, k.ptr, k.len, v.ptr, v.len);
+	if (!rc)
+		rc = hint_txn_put(t, &k, r);
 	nv_buf_free(&k);
 	nv_buf_free(&v);
 	return rc;
@@ -478,12 +512,138 @@ static int settled_visit(void *arg, const struct meta_ref *r)
 	return 0;
 }
 
+/* The first two rows of stream at or after seq (refs.h "Hints"): *n of
+ * them decoded into two[] (the caller clears them). */
+struct two_rows {
+	uint64_t stream;
+	struct meta_ref r[2];
+	int n;
+};
+
+static int two_visit(void *arg, const uint8_t *key, size_t klen, const uint8_t *val,
+		     size_t vlen, uint64_t ver)
+{
+	struct two_rows *a = arg;
+	int rc = meta_ref_decode(val, vlen, a->stream, &a->r[a->n]);
+
+	(void)key, (void)klen, (void)ver;
+	if (!rc)
+		a->n++;
+	return rc ? rc : a->n == 2;
+}
+
+static int two_rows_from(struct kv *kv, uint64_t stream, uint64_t seq, struct two_rows *a)
+{
+	struct nv_buf start, end;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->stream = stream;
+	nv_buf_init(&start, KV_KEY_MAX);
+	nv_buf_init(&end, KV_KEY_MAX);
+	rc = key_refs_of(&end, stream);
+	if (!rc)
+		rc = nv_tup_prefix_end(&end);
+	if (!rc)
+		rc = key_ref(&start, stream, seq);
+	if (!rc)
+		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, 2, false, two_visit, a);
+	nv_buf_free(&start);
+	nv_buf_free(&end);
+	return rc;
+}
+
+static void two_rows_clear(struct two_rows *a)
+{
+	for (int i = 0; i < a->n; i++)
+		meta_ref_clear(&a->r[i]);
+}
+
+/* The row that starts exactly at seq (a point read): 0, -ENOENT, or the
+ * kv error. */
+static int row_at(struct kv *kv, uint64_t stream, uint64_t seq, struct meta_ref *r)
+{
+	uint64_t ver;
+
+	return meta_ref_get(kv, stream, seq, r, &ver);
+}
+
+/*
+ * The scan of meta_ref_settled_end() by cheap reads (refs.h "Hints"):
+ * the rows a scan from the start skips (wholly below trim_seq) end at
+ * or before the row holding trim_seq, found with a windowed floor; among
+ * them only the nearest catalog row counts (walked back to, past span
+ * refs reclamation has not removed yet); from that row on the scan goes
+ * row by row, each the one starting where the last ended (refs.h
+ * invariant 1), until a live span ref.
+ */
+static int settled_scan(struct kv *kv, uint64_t stream, struct settled_arg *a)
+{
+	struct meta_ref r;
+	uint64_t cur = a->trim_seq;
+	int rc;
+
+	meta_ref_init(&r);
+	rc = ref_floor(kv, false, stream, a->trim_seq, &r);
+	if (!rc) {
+		cur = r.first_seq;
+		while (!rc && r.kind != META_REF_CATALOG && r.first_seq > 0) {
+			rc = ref_floor(kv, false, stream, r.first_seq - 1, &r);
+			if (!rc && r.kind == META_REF_CATALOG) {
+				a->seq = r.end_seq;
+				a->byte = r.end_byte;
+			}
+		}
+	}
+	for (rc = rc == -ENOENT ? 0 : rc; !rc;) {
+		rc = row_at(kv, stream, cur, &r);
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		if (!rc && (settled_visit(a, &r) || r.end_seq <= cur))
+			break;
+		cur = r.end_seq;
+	}
+	meta_ref_clear(&r);
+	return rc;
+}
+
 int meta_ref_settled_end(struct kv *kv, uint64_t stream, uint64_t trim_seq, uint64_t *seq,
 			 uint64_t *byte)
 {
 	struct settled_arg a = { trim_seq, 0, 0 };
-	int rc = meta_ref_list(kv, stream, 0, 0, settled_visit, &a);
+	struct meta_ref x, n, h;
+	uint64_t hint;
+	int rc = hint_get(kv, stream, META_REF_CATALOG, &hint);
 
+	meta_ref_init(&x);
+	meta_ref_init(&n);
+	meta_ref_init(&h);
+	/* The hint: a catalog row there, a live span ref (or nothing) after
+	 * it, and the scan's first row a catalog row too: the catalog rows
+	 * between are contiguous (refs.h "Hints"), the scan ends there. */
+	if (!rc)
+		rc = row_at(kv, stream, hint, &x);
+	if (!rc && x.kind == META_REF_CATALOG)
+		rc = row_at(kv, stream, x.end_seq, &n);
+	else if (!rc)
+		rc = -ENOENT;
+	if (rc == -ENOENT && x.kind == META_REF_CATALOG)
+		rc = 0, n.kind = 0; /* nothing after it */
+	if (!rc && (n.kind == META_REF_CATALOG || (n.kind && n.end_seq <= trim_seq)))
+		rc = -ENOENT;
+	if (!rc)
+		rc = ref_floor(kv, false, stream, trim_seq, &h);
+	if (!rc && h.kind == META_REF_CATALOG) {
+		a.seq = x.end_seq;
+		a.byte = x.end_byte;
+	} else if (!rc || rc == -ENOENT) {
+		rc = settled_scan(kv, stream, &a);
+	}
+	meta_ref_clear(&x);
+	meta_ref_clear(&n);
+	meta_ref_clear(&h);
 	*seq = a.seq;
 	*byte = a.byte;
 	return rc;
@@ -501,7 +661,30 @@ int meta_ref_floor_byte(struct kv *kv, uint64_t stream, uint64_t byte, struct me
 
 int meta_ref_last(struct kv *kv, uint64_t stream, struct meta_ref *r)
 {
-	return ref_floor(kv, false, stream, UINT64_MAX, r);
+	struct two_rows two;
+	uint64_t hint;
+	int rc = hint_get(kv, stream, META_REF_SPAN, &hint);
+
+	if (rc == -ENOENT)
+		return ref_floor(kv, false, stream, UINT64_MAX, r);
+	if (rc)
+		return rc;
+	rc = two_rows_from(kv, stream, hint, &two);
+	if (!rc && two.n == 1) {
+		/* The only row at or after the hint: the last one. */
+		meta_ref_clear(r);
+		*r = two.r[0];
+		return 0;
+	}
+	if (rc) {
+		two_rows_clear(&two);
+		return rc;
+	}
+	two_rows_clear(&two);
+	/* None at or after it: the last row starts below (settlement or trim
+	 * moved it), a windowed floor; two: the hint is stale, the whole
+	 * space. */
+	return ref_floor(kv, false, stream, two.n ? UINT64_MAX : hint, r);
 }
 
 #define LIST_PAGE 32

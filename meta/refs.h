@@ -19,7 +19,30 @@
  * floor lookup (meta_ref_floor_byte()).  Both rows are written and
  * deleted together, in one transaction: meta_ref_txn_put() and
  * meta_ref_txn_del() / meta_ref_txn_del_ver() are the only writers of
- * either space, so settle and trim never touch a twin by hand.
+ * either space (and of the hints below), so settle and trim never touch
+ * a twin by hand.
+ *
+ * Hints ("rhn", stream, kind): meta_ref_txn_put() also writes, in the
+ * same transaction, where the newest row of the ref's kind starts (its
+ * first_seq: the absorb's newest span ref, the settle's newest catalog
+ * row), so a stream load costs a few cheap reads, never its history: on
+ * etcd a descending range reads its whole range first (meta/etcd/kv.c).
+ * meta_ref_last() reads the span hint and the first two rows at or after
+ * it (one ascending range of limit 2): one row is the last; none, the
+ * last starts below (a windowed floor); two, the hint is stale.
+ * meta_ref_settled_end() reads the catalog hint, the row starting there
+ * and the one starting where it ends (point reads): a catalog row
+ * followed by a live span ref (or nothing), with the row holding
+ * trim_seq a catalog row too, ends the settled history (the catalog rows
+ * between are contiguous: settlement extends the last one).  Otherwise
+ * it scans by cheap reads (settled_scan() in refs.c: a windowed floor at
+ * trim_seq, then row after row by invariant 1, stopping at the first
+ * live span ref, which for a stream without catalog rows is the first).
+ * meta_ref_last()'s answer is checked against the rows without relying
+ * on invariant 1; a missing or stale span hint (a crash between the
+ * parts of a split batch, rows from before hints existed) falls back to
+ * the floor over the whole stream it replaces.  The hints of
+ * a deleted stream go with its stream row (meta_reclaim_stream_done()).
  *
  * Record timestamps are non-decreasing per stream (engine/chain.c), so
  * max_ts is all a time lookup needs: the records of a ref lie in

@@ -679,6 +679,13 @@ int meta_reclaim_stream_done(struct kv *kv, uint64_t id, bool drop_row)
 		rc = key_stream_id(&k, id);
 		if (!rc)
 			rc = kv_txn_del(t, k.ptr, k.len);
+		/* Its ref hints (kinds META_REF_SPAN and META_REF_CATALOG of
+		 * meta/refs.h, "Hints") go with it. */
+		for (unsigned kind = 1; !rc && kind <= 2; kind++) {
+			rc = key_ref_hint(&k, id, kind);
+			if (!rc)
+				rc = kv_txn_del(t, k.ptr, k.len);
+		}
 	}
 	if (!rc)
 		rc = kv_txn_commit(kv, t, NULL);

@@ -103,8 +103,9 @@ int meta_stream_list_all(struct kv *kv, meta_stream_fn fn, void *arg)
 typedef int (*meta_id_fn)(void *arg, uint64_t id);
 int meta_reclaim_streams(struct kv *kv, meta_id_fn fn, void *arg)
 	__attribute__((warn_unused_result));
-/* Done with a queued stream: drop its queue row, and its stream row too
- * when drop_row (a deleted stream whose history is gone). */
+/* Done with a queued stream: drop its queue row, and its stream row and
+ * ref hints (meta/refs.h) too when drop_row (a deleted stream whose
+ * history is gone). */
 int meta_reclaim_stream_done(struct kv *kv, uint64_t id, bool drop_row)
 	__attribute__((warn_unused_result));
 

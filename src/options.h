@@ -76,6 +76,8 @@
 	    "the cluster credential every star API request must carry")                       \
 	NUM(backlog_mib, u, "N", 128, 1, 1u << 20, U_MIB, STAR(backlog_bytes),                \
 	    "admitted-but-unabsorbed budget")                                                 \
+	NUM(backlog_wait_s, u, "N", 60, 0, DAYS(1), U_S, STAR(backlog_wait_ns),              \
+	    "a writer waits this long for backlog tokens, then fails, 0 = no bound")         \
 	NUM(tail_window_cache_mib, u, "N", 128, 0, 1u << 20, U_MIB, STAR(tail_cache_bytes),   \
 	    "hot read cache")                                                                 \
 	NUM(read_cache_mib, u, "N", 64, 1, 1u << 20, U_MIB, STAR(read_cache_bytes),           \

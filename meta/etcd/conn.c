@@ -526,6 +526,10 @@ int ec_call(struct ec_be *be, const char *path, json_t *req, bool *maybe_applied
 
 	if (maybe_applied)
 		*maybe_applied = false;
+	if (atomic_load(&be->down)) {
+		free(body);
+		return -ETIMEDOUT; /* invariant 3: closing, and nobody answers */
+	}
 	if (!body)
 		return -ENOMEM;
 	h = ec_handle_take(be);
@@ -574,6 +578,15 @@ int ec_call(struct ec_be *be, const char *path, json_t *req, bool *maybe_applied
 		}
 		/* Invariant 3: the next member, after a pause. */
 		atomic_compare_exchange_strong(&be->cur, &m, (m + 1) % be->nmembers);
+		if (atomic_load(&be->closing)) {
+			if (!atomic_exchange(&be->down, true))
+				nv_log(NV_WARN, NV_SUB_META,
+				       "etcd %s: %s: no member answers while closing: giving up "
+				       "on the metastore (the next start recovers what was not "
+				       "written): %s", be->name, path, f.what);
+			rc = -ETIMEDOUT;
+			break;
+		}
 		if (nv_now_mono_ns() >= deadline) {
 			nv_log(NV_ERR, NV_SUB_META,
 			       "etcd %s: %s: no member answered for %llu s: %s", be->name, path,
@@ -587,6 +600,13 @@ int ec_call(struct ec_be *be, const char *path, json_t *req, bool *maybe_applied
 	nv_buf_free(&out);
 	free(body);
 	return rc;
+}
+
+void ec_closing(void *vbe)
+{
+	struct ec_be *be = vbe;
+
+	atomic_store(&be->closing, true);
 }
 
 int ec_call_member(struct ec_be *be, int member, const char *path, json_t *req,
@@ -674,7 +694,7 @@ int ec_unb64(const struct ec_be *be, const json_t *s, struct nv_buf *out, bool p
 	}
 	rc = nv_buf_add(out, dec + skip, (size_t)len - skip);
 	free(dec);
-	return rc;
+	return rc; /* -E2BIG: longer than out's bound (kv.h kv_get()) */
 }
 
 uint64_t ec_u64(const json_t *obj, const char *field)

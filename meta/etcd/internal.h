@@ -20,7 +20,9 @@
  *     snapshot (kv.h kv_range()).
  *  3. Retries: a call is retried on another member, with capped jittered
  *     backoff, while no member answers, until be->timeout_ns has passed
- *     (then -ETIMEDOUT).  A request that may have been applied (its answer
+ *     (then -ETIMEDOUT); once kv_closing() has set be->closing, a call
+ *     gives up after its current attempt and sets be->down, and while
+ *     be->down every call fails at once (ec_call()).  A request that may have been applied (its answer
  *     lost) is retried only when repeating it is harmless: reads, lease
  *     calls, unconditional writes; a CAS retried after such a loss that
  *     fails its compares is resolved by reading back whether its writes
@@ -65,6 +67,8 @@ struct ec_be {
 	char *name;
 
 	_Atomic int cur;     /* member that answered last */
+	atomic_bool closing; /* kv_closing(): stop retrying (invariant 3) */
+	atomic_bool down;    /* closing, and a call found no member answering */
 
 	pthread_mutex_t lock;
 	CURL *pool[EC_POOL]; /* protected by lock */
@@ -75,6 +79,7 @@ struct ec_be {
 
 /* conn.c */
 int ec_url_parse(struct ec_be *be, const char *url, bool https);
+void ec_closing(void *vbe); /* kv_closing() */
 void ec_be_free(struct ec_be *be);
 /*
  * POST req (borrowed) to /v3/<path> on the members (invariant 3).  0 and
@@ -98,10 +103,40 @@ void ec_handle_put(struct ec_be *be, CURL *h);
  * JSON string (caller owns) or NULL. */
 json_t *ec_b64(const struct ec_be *be, const void *p, size_t n, bool prefixed);
 /* Decode JSON string s into out (reset first); strip be's prefix when
- * prefixed (-EBADMSG when absent).  0 or -errno. */
+ * prefixed (-EBADMSG when absent, or when the text is not base64; -E2BIG
+ * when longer than out's bound).  0 or -errno. */
 int ec_unb64(const struct ec_be *be, const json_t *s, struct nv_buf *out, bool prefixed);
 /* An int64 field etcd sends as a string (or omits as 0). */
 uint64_t ec_u64(const json_t *obj, const char *field);
+
+/*
+ * Decoders of etcd's answers (fuzzed: tests/fuzz/fuzz_etcd_json.c).  Each
+ * takes any JSON value, NULL too, and reads only what it reports.
+ */
+/* kv.c: key, value (either may be NULL) and version of kvs[i] of a range
+ * answer: 0, -ENOENT (no such entry), -EBADMSG (not base64, or a key
+ * outside be's prefix), -E2BIG (longer than k's or v's bound), -ENOMEM. */
+int ec_range_kv(const struct ec_be *be, const json_t *resp, size_t i, struct nv_buf *k,
+		struct nv_buf *v, uint64_t *ver);
+/* kv.c: a txn answer: 0 (succeeded) or -ECANCELED; *rev its revision. */
+int ec_txn_outcome(const json_t *resp, uint64_t *rev);
+/* lease.c: a keepalive answer: 0 and *ttl_s (<= KV_LEASE_TTL_MAX), or
+ * -ENOLCK (no TTL: the lease is lost). */
+int ec_keepalive_ttl(const json_t *resp, unsigned *ttl_s);
+/* lease.c: one line of a watch stream. */
+enum ec_watch_kind {
+	EC_WATCH_OVER,      /* an error, a cancel, or not a message: reconnect */
+	EC_WATCH_COMPACTED, /* the resume point is gone: prompt, from now */
+	EC_WATCH_EVENTS,    /* changes: prompt with top */
+	EC_WATCH_QUIET,     /* created or progress: nothing changed */
+};
+struct ec_watch_msg {
+	enum ec_watch_kind kind;
+	uint64_t hrev;      /* the header's revision (0: none) */
+	uint64_t top;       /* EVENTS: the greatest mod_revision (0: none) */
+	uint64_t compacted; /* COMPACTED: etcd's compact_revision */
+};
+void ec_watch_decode(const char *p, size_t n, struct ec_watch_msg *m);
 
 /* lease.c */
 int ec_lease_grant(void *vbe, unsigned ttl_s, uint64_t *id);

@@ -51,9 +51,8 @@ fail:
 	return NULL;
 }
 
-/* Key, value and version of kvs[i] of a range answer. */
-static int kv_at(struct ec_be *be, json_t *resp, size_t i, struct nv_buf *k,
-		 struct nv_buf *v, uint64_t *ver)
+int ec_range_kv(const struct ec_be *be, const json_t *resp, size_t i, struct nv_buf *k,
+		struct nv_buf *v, uint64_t *ver)
 {
 	json_t *e = json_array_get(json_object_get(resp, "kvs"), i);
 	int rc = 0;
@@ -77,7 +76,7 @@ static int ec_get(void *vbe, const void *key, size_t klen, struct nv_buf *val,
 	int rc = req ? ec_call(be, "kv/range", req, NULL, &resp) : -ENOMEM;
 
 	if (!rc)
-		rc = kv_at(be, resp, 0, NULL, val, ver);
+		rc = ec_range_kv(be, resp, 0, NULL, val, ver);
 	json_decref(req);
 	json_decref(resp);
 	return rc;
@@ -103,7 +102,7 @@ static int ec_floor(void *vbe, const void *key, size_t klen, const void *lo,
 	    !json_object_set_new(req, "sort_target", json_string("KEY")))
 		rc = ec_call(be, "kv/range", req, NULL, &resp);
 	if (!rc)
-		rc = kv_at(be, resp, 0, key_out, val_out, ver);
+		rc = ec_range_kv(be, resp, 0, key_out, val_out, ver);
 	free(end);
 	json_decref(req);
 	json_decref(resp);
@@ -157,7 +156,7 @@ static int ec_range(void *vbe, const void *start, size_t slen, const void *end,
 		for (size_t i = 0; i < n && !rc && !stop; i++) {
 			uint64_t ver = 0;
 
-			rc = kv_at(be, resp, i, &k, &v, &ver);
+			rc = ec_range_kv(be, resp, i, &k, &v, &ver);
 			if (!rc) {
 				int frc = fn(arg, k.ptr, k.len, v.ptr, v.len, ver);
 
@@ -291,17 +290,20 @@ static int txn_send(struct ec_be *be, const struct kv_op *const *cmps, size_t nc
 	if (json_object_set(req, "compare", ca) || json_object_set(req, "success", sa))
 		goto out;
 	rc = ec_call(be, "kv/txn", req, lost, &resp);
-	if (!rc) {
-		*rev = ec_u64(json_object_get(resp, "header"), "revision");
-		if (!json_is_true(json_object_get(resp, "succeeded")))
-			rc = -ECANCELED;
-	}
+	if (!rc)
+		rc = ec_txn_outcome(resp, rev);
 out:
 	json_decref(ca);
 	json_decref(sa);
 	json_decref(req);
 	json_decref(resp);
 	return rc;
+}
+
+int ec_txn_outcome(const json_t *resp, uint64_t *rev)
+{
+	*rev = ec_u64(json_object_get(resp, "header"), "revision");
+	return json_is_true(json_object_get(resp, "succeeded")) ? 0 : -ECANCELED;
 }
 
 /*
@@ -464,6 +466,7 @@ static const struct kv_backend_ops ec_ops = {
 	.watch_start = ec_watch_start,
 	.watch_stop = ec_watch_stop,
 	.status = ec_status,
+	.closing = ec_closing,
 };
 
 static void curl_once(void)

@@ -69,19 +69,24 @@ int ec_lease_grant(void *vbe, unsigned ttl_s, uint64_t *id)
 int ec_lease_keepalive(void *vbe, uint64_t id, unsigned *ttl_s)
 {
 	struct ec_be *be = vbe;
-	json_t *req = json_pack("{s:I}", "ID", (json_int_t)id), *resp = NULL, *res;
+	json_t *req = json_pack("{s:I}", "ID", (json_int_t)id), *resp = NULL;
 	int rc = req ? ec_call(be, "lease/keepalive", req, NULL, &resp) : -ENOMEM;
 
-	if (!rc) {
-		/* A stream's message comes wrapped in "result". */
-		res = json_object_get(resp, "result");
-		*ttl_s = (unsigned)ec_u64(res ? res : resp, "TTL");
-		if (!*ttl_s)
-			rc = -ENOLCK;
-	}
+	if (!rc)
+		rc = ec_keepalive_ttl(resp, ttl_s);
 	json_decref(req);
 	json_decref(resp);
 	return rc;
+}
+
+int ec_keepalive_ttl(const json_t *resp, unsigned *ttl_s)
+{
+	/* A stream's message comes wrapped in "result". */
+	const json_t *res = json_object_get(resp, "result");
+	uint64_t ttl = ec_u64(res ? res : resp, "TTL");
+
+	*ttl_s = ttl > KV_LEASE_TTL_MAX ? KV_LEASE_TTL_MAX : (unsigned)ttl;
+	return *ttl_s ? 0 : -ENOLCK;
 }
 
 int ec_lease_revoke(void *vbe, uint64_t id)
@@ -124,40 +129,61 @@ static size_t prefix_end(uint8_t *k, size_t n)
 	return n;
 }
 
-/* One message of the stream (invariant 2). */
-static void on_message(struct ec_watch *ew, const char *p, size_t n)
+void ec_watch_decode(const char *p, size_t n, struct ec_watch_msg *m)
 {
 	json_t *j = json_loadb(p, n, 0, NULL), *res = json_object_get(j, "result");
 	json_t *events = json_object_get(res, "events");
-	uint64_t hrev = ec_u64(json_object_get(res, "header"), "revision");
-	uint64_t compacted = ec_u64(res, "compact_revision");
 
+	memset(m, 0, sizeof(*m));
+	m->hrev = ec_u64(json_object_get(res, "header"), "revision");
+	m->compacted = ec_u64(res, "compact_revision");
 	if (!res) {
-		ew->cancelled = true; /* an error object: the stream is over */
-	} else if (compacted) {
-		nv_log(NV_DEBUG, NV_SUB_META, "etcd %s: watch compacted at %" PRIu64
-		       ": prompting a re-read", ew->be->name, compacted);
-		ew->next_rev = 0;
-		ew->cancelled = true;
-		kv_watch_fire(ew->w, hrev);
+		m->kind = EC_WATCH_OVER; /* an error object, or not JSON */
+	} else if (m->compacted) {
+		m->kind = EC_WATCH_COMPACTED;
 	} else if (json_array_size(events)) {
-		uint64_t top = 0;
-
+		m->kind = EC_WATCH_EVENTS;
 		for (size_t i = 0; i < json_array_size(events); i++) {
 			uint64_t r = ec_u64(json_object_get(json_array_get(events, i), "kv"),
 					    "mod_revision");
 
-			if (r > top)
-				top = r;
+			if (r > m->top)
+				m->top = r;
 		}
-		kv_watch_fire(ew->w, top ? top : hrev);
-		ew->next_rev = (top > hrev ? top : hrev) + 1;
 	} else if (json_is_true(json_object_get(res, "canceled"))) {
-		ew->cancelled = true;
-	} else if (!ew->next_rev && hrev) {
-		ew->next_rev = hrev + 1; /* created "from now": pin the resume point */
+		m->kind = EC_WATCH_OVER;
+	} else {
+		m->kind = EC_WATCH_QUIET; /* created, or progress */
 	}
 	json_decref(j);
+}
+
+/* One message of the stream (invariant 2). */
+static void on_message(struct ec_watch *ew, const char *p, size_t n)
+{
+	struct ec_watch_msg m;
+
+	ec_watch_decode(p, n, &m);
+	switch (m.kind) {
+	case EC_WATCH_OVER:
+		ew->cancelled = true;
+		break;
+	case EC_WATCH_COMPACTED:
+		nv_log(NV_DEBUG, NV_SUB_META, "etcd %s: watch compacted at %" PRIu64
+		       ": prompting a re-read", ew->be->name, m.compacted);
+		ew->next_rev = 0;
+		ew->cancelled = true;
+		kv_watch_fire(ew->w, m.hrev);
+		break;
+	case EC_WATCH_EVENTS:
+		kv_watch_fire(ew->w, m.top ? m.top : m.hrev);
+		ew->next_rev = (m.top > m.hrev ? m.top : m.hrev) + 1;
+		break;
+	case EC_WATCH_QUIET:
+		if (!ew->next_rev && m.hrev)
+			ew->next_rev = m.hrev + 1; /* created "from now": pin it */
+		break;
+	}
 }
 
 static size_t on_stream(char *p, size_t sz, size_t n, void *arg)

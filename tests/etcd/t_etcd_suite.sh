@@ -23,15 +23,16 @@ top=$(cd "$here/../.." && pwd)
 export NOVAFS NOVACTL TESTLIB
 idir=$(dirname "$TESTLIB")
 name=t_etcd_suite
+# shellcheck source=tests/lib/suite.sh
+. "$top/tests/lib/suite.sh"
 say() { printf '%s: %s\n' "$name" "$*"; }
 
 [ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || { say "SKIP: needs root and /dev/fuse"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/novafs-etcdsuite.XXXXXX")
-cur=
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	[ -n "$cur" ] && kill -TERM "$cur" 2>/dev/null && wait "$cur" 2>/dev/null
+	[ -n "$NV_SUITE_CUR" ] && kill -TERM "$NV_SUITE_CUR" 2>/dev/null && wait "$NV_SUITE_CUR" 2>/dev/null
 	[ -d "$tmp/etcd" ] && "$here/etcd.sh" stop "$tmp/etcd"
 	if [ -n "${NV_KEEP:-}" ]; then say "kept $tmp"; else rm -rf "$tmp"; fi
 	exit "$rc"
@@ -63,32 +64,17 @@ meta_keys() {
 	$NOVAFS_ETCD_CTL get --prefix "${NOVAFS_ETCD_URL##*/}/" --keys-only --limit 1 -w json 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin).get("count", 0))'
 }
-pass=0 failn=0 skip=0
-for t in "${tests[@]}"; do
-	tf=$idir/$t.sh
-	[ -f "$tf" ] || tf=$here/$t.sh
-	[ -f "$tf" ] || { say "no test $t.sh"; failn=$((failn + 1)); continue; }
-	log=$tmp/$t.log
-	before=$(meta_keys)
-	ts=$EPOCHREALTIME
-	bash "$tf" > "$log" 2>&1 &
-	cur=$!
-	wait "$cur"
-	trc=$?
-	cur=
-	secs=$(awk -v a="$ts" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-	case $trc in
-	0) verdict=PASS; pass=$((pass + 1)) ;;
-	77) verdict=SKIP; skip=$((skip + 1)) ;;
-	*) verdict=FAIL; failn=$((failn + 1)) ;;
-	esac
-	say "$verdict $t (${secs} s)"
-	# The test must have used etcd: its rows are under the URL's prefix.
-	if [ "$verdict" = PASS ] && [ "$(meta_keys)" -le "$before" ]; then
-		say "FAIL $t: no new keys under the etcd prefix: the test did not use meta=etcd://"
-		failn=$((failn + 1))
+# The runner's hooks (tests/lib/suite.sh): the test must have used etcd,
+# i.e. left new rows under the URL's prefix.
+keys_before=0
+suite_before() { keys_before=$(meta_keys); }
+suite_after() {
+	if [ "$2" = PASS ] && [ "$(meta_keys)" -le "$keys_before" ]; then
+		nv_suite_say "FAIL $1: no new keys under the etcd prefix: the test did not use meta=etcd://" >&2
+		echo FAIL
+	else
+		echo "$2"
 	fi
-	[ "$verdict" = FAIL ] && { echo "---- $t log tail ----"; tail -n 30 "$log"; echo "----"; }
-done
-echo "$pass passed, $failn failed, $skip skipped"
-((failn == 0))
+}
+NV_SUITE_NAME=$name NV_SUITE_TMP=$tmp NV_SUITE_DIRS=("$idir" "$here")
+nv_suite_run "${tests[@]}"

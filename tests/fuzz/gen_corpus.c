@@ -597,6 +597,42 @@ static void gen_xml(void)
 	put_str("s3_xml", "two-roots", "<a/><b/>");
 }
 
+/* etcd gateway answers (meta/etcd/internal.h decoders): a selector byte
+ * (0 range, 1 txn, 2 keepalive, 3 watch line), then the body.  Keys are
+ * base64 of "pre/" + key, the prefix fuzz_etcd_json.c gives its backend. */
+static void put_etcd(const char *name, uint8_t sel, const char *body)
+{
+	put("etcd_json", name, &sel, (size_t)1, body, strlen(body), NULL);
+}
+
+static void gen_etcd(void)
+{
+	put_etcd("keepalive-huge", 2,
+		 "{\"ID\":\"1\",\"TTL\":\"99999999999\"}");
+	put_etcd("keepalive-lost", 2,
+		 "{\"result\":{\"header\":{\"revision\":\"8\"},\"ID\":\"7587862\"}}");
+	put_etcd("keepalive-ok", 2,
+		 "{\"result\":{\"header\":{\"revision\":\"8\"},\"ID\":\"7587862\",\"TTL\":\"10\"}}");
+	put_etcd("range-empty", 0,
+		 "{\"header\":{\"revision\":\"3\"}}");
+	put_etcd("range-foreign", 0,
+		 "{\"header\":{\"revision\":\"3\"},\"kvs\":[{\"key\":\"b3RoZXIvaw==\",\"value\":\"!!!!\"}]}");
+	put_etcd("range-two", 0,
+		 "{\"header\":{\"cluster_id\":\"1\",\"member_id\":\"2\",\"revision\":\"17\",\"raft_term\":\"2\"},\"kvs\":[{\"key\":\"cHJlL3JlZjE=\",\"create_revision\":\"5\",\"mod_revision\":\"9\",\"version\":\"2\",\"value\":\"dmFsdWU=\"},{\"key\":\"cHJlL3g=\",\"mod_revision\":\"12\",\"value\":\"\"}],\"count\":\"2\"}");
+	put_etcd("txn-failed", 1,
+		 "{\"header\":{\"revision\":\"44\"}}");
+	put_etcd("txn-ok", 1,
+		 "{\"header\":{\"revision\":\"44\"},\"succeeded\":true,\"responses\":[{\"response_put\":{\"header\":{\"revision\":\"44\"}}}]}");
+	put_etcd("watch-compacted", 3,
+		 "{\"result\":{\"header\":{\"revision\":\"30\"},\"compact_revision\":\"25\",\"canceled\":true}}");
+	put_etcd("watch-created", 3,
+		 "{\"result\":{\"header\":{\"revision\":\"20\"},\"created\":true}}");
+	put_etcd("watch-error", 3,
+		 "{\"error\":{\"grpc_code\":14,\"http_code\":503,\"message\":\"etcdserver: no leader\",\"http_status\":\"Service Unavailable\"}}");
+	put_etcd("watch-events", 3,
+		 "{\"result\":{\"header\":{\"revision\":\"21\"},\"events\":[{\"kv\":{\"key\":\"cHJlL2E=\",\"mod_revision\":\"21\",\"value\":\"eA==\"}},{\"type\":\"DELETE\",\"kv\":{\"key\":\"cHJlL2I=\",\"mod_revision\":\"22\"}}]}}");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -614,5 +650,6 @@ int main(int argc, char **argv)
 	gen_api();
 	gen_options();
 	gen_xml();
+	gen_etcd();
 	return 0;
 }

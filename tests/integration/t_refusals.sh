@@ -574,6 +574,8 @@ row_elsewhere "a request waiting at the recovery gate when the daemon stops (a s
 row_elsewhere "fsync or close after a record written with durable=fsync could not be made durable" EIO t_durable.sh
 row_elsewhere "an open by name or a cold read while no etcd member answers (after the meta URL's timeout=)" \
 	ETIMEDOUT ../etcd/t_etcd_faults.sh
+row_elsewhere "append that waited backlog_wait_s for backlog tokens (the absorb cannot commit: e.g. no etcd member answers)" \
+	ETIMEDOUT ../etcd/t_etcd_faults.sh
 
 say "--- after the walk"
 nv_alive || fail "the daemon died or the mount stopped answering during the refusals"

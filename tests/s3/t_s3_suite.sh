@@ -33,6 +33,8 @@ top=$(cd "$here/../.." && pwd)
 export NOVAFS NOVACTL TESTLIB
 idir=$(dirname "$TESTLIB")
 . "$here/s3lib.sh"
+# shellcheck source=tests/lib/suite.sh
+. "$top/tests/lib/suite.sh"
 
 name=t_s3_suite
 say() { printf '%s: %s\n' "$name" "$*"; }
@@ -41,11 +43,10 @@ say() { printf '%s: %s\n' "$name" "$*"; }
 [ -x "$NOVAFS" ] || { say "ERROR: no daemon $NOVAFS"; exit 99; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/novafs-s3suite.XXXXXX")
-cur=
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	[ -n "$cur" ] && kill -TERM "$cur" 2>/dev/null && wait "$cur" 2>/dev/null
+	[ -n "$NV_SUITE_CUR" ] && kill -TERM "$NV_SUITE_CUR" 2>/dev/null && wait "$NV_SUITE_CUR" 2>/dev/null
 	s3_rgw_stop "$tmp/rgw"
 	if [ -n "${NV_KEEP:-}" ]; then say "kept $tmp"; else rm -rf "$tmp"; fi
 	exit "$rc"
@@ -81,49 +82,31 @@ fi
 # that look is what failed.
 DIRSTORE_RE='listed in the layout but missing from the store|named by a layout are missing|is not in the store|appends never failed on a full data directory'
 declare -A DIRSTORE_OK=([t_settle]=1 [t_settle_reader]=1 [t_settle_crash]=1 [t_trim]=1 [t_local_faults]=1)
-pass=0 failn=0 skip=0 dirstore=0 n=0
-results=()
-for t in "${tests[@]}"; do
-	tf=$idir/$t.sh
-	[ -f "$tf" ] || tf=$here/$t.sh
-	[ -f "$tf" ] || { say "no test $t.sh in $idir or $here"; failn=$((failn + 1)); continue; }
+# The runner's hooks (tests/lib/suite.sh): a bucket per test, purged
+# after it; a failure only at a look into the directory store is DIRSTORE.
+n=0
+suite_before() {
+	local bucket
 	n=$((n + 1))
-	bucket=nvs-$n-$(printf '%s' "$t" | tr '_' '-')
-	s3_rgw_bucket_create "$bucket" || { say "ERROR: cannot create bucket $bucket"; exit 99; }
+	bucket=nvs-$n-$(printf '%s' "$1" | tr '_' '-')
+	s3_rgw_bucket_create "$bucket" || return 1
 	export NOVAFS_TEST_STORE
 	NOVAFS_TEST_STORE=$(s3_rgw_url "$bucket")
-	log=$tmp/$t.log
-	ts=$EPOCHREALTIME
-	bash "$tf" > "$log" 2>&1 &
-	cur=$!
-	wait "$cur"
-	trc=$?
-	cur=
-	secs=$(awk -v a="$ts" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-	reqs=$(s3_rgw_requests "$tmp/rgw")
-	case $trc in
-	0) verdict=PASS; pass=$((pass + 1)) ;;
-	77) verdict=SKIP; skip=$((skip + 1)) ;;
-	*)
-		if [ -n "${DIRSTORE_OK[$t]:-}" ] && grep -Eq "$DIRSTORE_RE" "$log"; then
-			verdict=DIRSTORE; dirstore=$((dirstore + 1))
-		else
-			verdict=FAIL; failn=$((failn + 1))
-		fi
-		;;
-	esac
-	say "$verdict $t (${secs} s, rgw requests so far $reqs)"
-	results+=("$verdict $t ${secs}s")
-	if [ "$verdict" != PASS ] && [ "$verdict" != SKIP ]; then
-		grep -m 5 'FAIL' "$log" | sed "s/^/    /"
-		[ "$verdict" = FAIL ] && { echo "---- $t log tail ----"; tail -n 30 "$log"; echo "----"; }
-	fi
-	s3_rgw_bucket_purge "$tmp/rgw" "$bucket" || say "warning: could not purge bucket $bucket"
-done
-
+	cur_bucket=$bucket
+}
+suite_verdict() {
+	if [ -n "${DIRSTORE_OK[$1]:-}" ] && grep -Eq "$DIRSTORE_RE" "$3"; then echo DIRSTORE; else echo FAIL; fi
+}
+suite_after() {
+	say "$1: rgw requests so far $(s3_rgw_requests "$tmp/rgw")" >&2
+	s3_rgw_bucket_purge "$tmp/rgw" "$cur_bucket" >&2 || say "warning: could not purge bucket $cur_bucket" >&2
+	echo "$2"
+}
+NV_SUITE_NAME=$name NV_SUITE_TMP=$tmp NV_SUITE_DIRS=("$idir" "$here")
+nv_suite_run "${tests[@]}"
+rc=$?
 say "summary:"
-printf '    %s\n' "${results[@]}"
+printf '    %s\n' "${NV_SUITE_RESULTS[@]}"
 say "total $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
-((dirstore == 0)) || say "$dirstore test(s) failed only at a look into the directory store (DIRSTORE, not counted)"
-echo "$pass passed, $failn failed, $skip skipped"
-((failn == 0))
+((NV_SUITE_OTHER == 0)) || say "$NV_SUITE_OTHER test(s) failed only at a look into the directory store (DIRSTORE, not counted)"
+exit "$rc"

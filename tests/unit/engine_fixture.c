@@ -346,7 +346,7 @@ void efx_start(struct efx *f, const struct efx_opts *o)
 
 	assert_null(f->chain);
 	f->o = *o;
-	f->backlog = backlog_new(o->backlog_bytes, &f->stats);
+	f->backlog = backlog_new(o->backlog_bytes, 0, &f->stats);
 	f->tc = tailcache_new(o->tail_cache_bytes, &f->stats);
 	assert_non_null(f->backlog);
 	assert_non_null(f->tc);

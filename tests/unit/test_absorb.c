@@ -824,6 +824,57 @@ static void test_absorb_live_stops_on_conflict(void **state)
 	}
 }
 
+/* At close (kv_closing(), star_close()) a commit that fails is not
+ * retried: the drain returns its error at once, the flights stay for the
+ * next start's recovery, instead of the drain waiting forever on a
+ * metastore that does not answer (issue 14: unmount with etcd down). */
+static void test_absorb_gives_up_at_close(void **state)
+{
+	struct efx *f = *state;
+	struct efx_opts o;
+	struct nv_stream *s;
+	struct drain_waiter d;
+	pthread_condattr_t ca;
+	struct timespec ts;
+	uint8_t body[10] = { 0 };
+	bool returned;
+
+	efx_opts_default(&o);
+	efx_start(f, &o);
+	s = efx_stream(f, "a", -1);
+	assert_int_equal(nv_fp_arm("meta.commit=error"), 0);
+	assert_int_equal(efx_append_wait(f, s, body, sizeof(body), NULL), 0);
+	assert_int_equal(chain_drain(f->chain), 0); /* pushed; its commits fail */
+	kv_closing(f->kv);
+	assert_true(kv_is_closing(f->kv));
+	memset(&d, 0, sizeof(d));
+	d.a = f->absorb;
+	pthread_mutex_init(&d.lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	assert_int_equal(pthread_create(&d.th, NULL, drain_main, &d), 0);
+	ts = nv_mono_deadline(20 * NV_NS_PER_S);
+	pthread_mutex_lock(&d.lock);
+	while (!d.returned && pthread_cond_timedwait(&d.cond, &d.lock, &ts) != ETIMEDOUT)
+		;
+	returned = d.returned;
+	pthread_mutex_unlock(&d.lock);
+	nv_fp_reset();
+	if (!returned) {
+		f->absorb = NULL;
+		efx_hold(f);
+		fail_msg("absorb_drain() at close kept retrying a failing commit");
+	}
+	assert_int_equal(pthread_join(d.th, NULL), 0);
+	pthread_cond_destroy(&d.cond);
+	pthread_mutex_destroy(&d.lock);
+	assert_int_equal(d.rc, -EIO);
+	assert_int_equal(atomic_load(&s->frontier_byte), 0); /* not absorbed */
+	assert_int_equal(stream_acked_byte(s), 10);          /* but acked */
+}
+
 /* ===================================================== recovery */
 
 /* Slot `slot` of epoch 1 holds a valid fence object naming that cut. */
@@ -1474,6 +1525,7 @@ int main(void)
 		T(test_absorb_cas_conflict),
 		T(test_absorb_live),
 		T(test_absorb_live_stops_on_conflict),
+		T(test_absorb_gives_up_at_close),
 		T(test_absorb_recover_matches_live),
 		T(test_absorb_recover_reaps_and_settles),
 		T(test_absorb_recover_adopts_recorded_cut),

@@ -126,7 +126,7 @@ static void test_backlog_accounting(void **state)
 
 	(void)state;
 	memset(&st, 0, sizeof(st));
-	b = backlog_new(1000, &st);
+	b = backlog_new(1000, 0, &st);
 	assert_non_null(b);
 	assert_int_equal(backlog_budget(b), 1000);
 	assert_int_equal(backlog_used(b), 0);
@@ -149,7 +149,7 @@ static void test_backlog_accounting(void **state)
 	backlog_free(NULL);
 
 	/* stats may be NULL. */
-	b = backlog_new(10, NULL);
+	b = backlog_new(10, 0, NULL);
 	assert_non_null(b);
 	assert_int_equal(backlog_take(b, 10), 0);
 	backlog_give(b, 10);
@@ -166,7 +166,7 @@ static void test_backlog_blocks_until_give(void **state)
 	(void)state;
 	memset(&st, 0, sizeof(st));
 	board_init(&o);
-	b = backlog_new(1000, &st);
+	b = backlog_new(1000, 0, &st);
 	assert_non_null(b);
 	assert_int_equal(backlog_take(b, 800), 0);
 
@@ -202,7 +202,7 @@ static void test_backlog_fifo_fairness(void **state)
 	(void)state;
 	memset(&st, 0, sizeof(st));
 	board_init(&o);
-	b = backlog_new(1000, &st);
+	b = backlog_new(1000, 0, &st);
 	assert_non_null(b);
 	assert_int_equal(backlog_take(b, 900), 0);
 
@@ -259,7 +259,7 @@ static void test_backlog_oversize_admitted_when_empty(void **state)
 	(void)state;
 	memset(&st, 0, sizeof(st));
 	board_init(&o);
-	b = backlog_new(100, &st);
+	b = backlog_new(100, 0, &st);
 	assert_non_null(b);
 
 	/* Empty: a request larger than the whole budget goes through (on a
@@ -305,7 +305,7 @@ static void test_backlog_shutdown_wakes_waiters(void **state)
 	(void)state;
 	memset(&st, 0, sizeof(st));
 	board_init(&o);
-	b = backlog_new(100, &st);
+	b = backlog_new(100, 0, &st);
 	assert_non_null(b);
 	assert_int_equal(backlog_take(b, 100), 0);
 	for (int i = 0; i < 3; i++) {
@@ -331,6 +331,58 @@ static void test_backlog_shutdown_wakes_waiters(void **state)
 	board_destroy(&o);
 }
 
+/* The wait bound (backlog_wait_s): a take that cannot get its tokens in
+ * time fails with -ETIMEDOUT, takes nothing and leaves the queue, so a
+ * later take is not stuck behind it (the old ticket queue would have
+ * waited for the abandoned ticket forever). */
+static void test_backlog_wait_bound(void **state)
+{
+	struct nv_stats st;
+	struct board o;
+	struct taker a, c;
+	struct backlog *b;
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	board_init(&o);
+	b = backlog_new(100, 200 * NV_NS_PER_MS, &st);
+	assert_non_null(b);
+	assert_int_equal(backlog_take(b, 50), 0);
+	/* a cannot fit (50 + 60 > 100); c would fit but queues behind it. */
+	taker_start(&a, b, 60, &o);
+	wait_waits(&st, 1);
+	taker_start(&c, b, 60, &o);
+	wait_waits(&st, 2);
+	assert_true(taker_wait(&a, WAIT_MS));
+	assert_true(taker_wait(&c, WAIT_MS));
+	taker_join(&a);
+	taker_join(&c);
+	assert_int_equal(a.rc, -ETIMEDOUT);
+	assert_int_equal(c.rc, -ETIMEDOUT);
+	assert_int_equal(NV_STAT_GET(&st, backlog_timeouts), 2);
+	assert_int_equal(backlog_used(b), 50); /* nothing taken */
+	/* The queue is empty again: a take that fits goes at once. */
+	assert_int_equal(backlog_take(b, 40), 0);
+	assert_int_equal(NV_STAT_GET(&st, backlog_waits), 2);
+	backlog_give(b, 90);
+	backlog_free(b);
+	/* A waiter released by a give before the bound passes does not fail
+	 * (a bound far longer than the test, so load cannot make it pass). */
+	b = backlog_new(100, (uint64_t)WAIT_MS * 10 * NV_NS_PER_MS, &st);
+	assert_non_null(b);
+	assert_int_equal(backlog_take(b, 90), 0);
+	taker_start(&a, b, 60, &o);
+	wait_waits(&st, 3);
+	backlog_give(b, 90);
+	assert_true(taker_wait(&a, WAIT_MS));
+	taker_join(&a);
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(backlog_used(b), 60);
+	backlog_give(b, 60);
+	backlog_free(b);
+	board_destroy(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +390,7 @@ int main(void)
 		cmocka_unit_test(test_backlog_blocks_until_give),
 		cmocka_unit_test(test_backlog_fifo_fairness),
 		cmocka_unit_test(test_backlog_oversize_admitted_when_empty),
+		cmocka_unit_test(test_backlog_wait_bound),
 		cmocka_unit_test(test_backlog_shutdown_wakes_waiters),
 	};
 

@@ -1052,6 +1052,124 @@ static void test_rows_ref_settled_end(void **state)
 	assert_int_equal(byte, 0);
 }
 
+/* Set stream's hint of kind to seq (len 8), or to a value that is not a
+ * hint (len 3). */
+static void set_hint(struct kv *kv, uint64_t stream, unsigned kind, uint64_t seq, size_t len)
+{
+	struct nv_buf k;
+	uint8_t v[8];
+
+	for (int i = 0; i < 8; i++)
+		v[i] = (uint8_t)(seq >> (8 * i));
+	nv_buf_init(&k, KV_KEY_MAX);
+	assert_int_equal(key_ref_hint(&k, stream, kind), 0);
+	assert_int_equal(kv_put(kv, k.ptr, k.len, v, len), 0);
+	nv_buf_free(&k);
+}
+
+static void expect_last(struct kv *kv, uint64_t stream, int rc, uint64_t first, uint64_t end)
+{
+	struct meta_ref r;
+
+	meta_ref_init(&r);
+	assert_int_equal(meta_ref_last(kv, stream, &r), rc);
+	if (!rc) {
+		assert_int_equal(r.first_seq, first);
+		assert_int_equal(r.end_seq, end);
+	}
+	meta_ref_clear(&r);
+}
+
+static void expect_settled(struct kv *kv, uint64_t stream, uint64_t trim, uint64_t seq)
+{
+	uint64_t s = 99, b = 99;
+
+	assert_int_equal(meta_ref_settled_end(kv, stream, trim, &s, &b), 0);
+	assert_int_equal(s, seq);
+	assert_int_equal(b, seq * 10);
+}
+
+/* The ref hints (refs.h "Hints"): a stream load reads where the newest
+ * span ref and catalog row start instead of scanning the stream; every
+ * hint, right, stale below, stale above, garbage or missing, gives the
+ * scans' answers. */
+static void test_rows_ref_hints(void **state)
+{
+	struct fx *f = *state;
+	struct meta_ref_obj o = { .first_seq = 0, .first_byte = 0, .epoch = 1,
+				  .footer_off = 50, .footer_len = 64 };
+	struct meta_ref c;
+	struct kv_txn *t;
+	uint64_t stale[] = { 0, 10, 25, 40, 1000 };
+
+	put_ref(f->kv, 9, 0, 10, 0, 100, 0);
+	put_ref(f->kv, 9, 10, 20, 100, 200, 1);
+	put_ref(f->kv, 9, 20, 30, 200, 300, 2);
+	expect_last(f->kv, 9, 0, 20, 30); /* the hint the puts wrote */
+	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++) {
+		set_hint(f->kv, 9, META_REF_SPAN, stale[i], 8);
+		expect_last(f->kv, 9, 0, 20, 30);
+	}
+	set_hint(f->kv, 9, META_REF_SPAN, 20, 3);
+	expect_last(f->kv, 9, 0, 20, 30);
+	set_hint(f->kv, 8, META_REF_SPAN, 5, 8); /* a hint with no rows */
+	expect_last(f->kv, 8, -ENOENT, 0, 0);
+
+	/* No catalog row: nothing settled, hint or not. */
+	expect_settled(f->kv, 9, 0, 0);
+	set_hint(f->kv, 9, META_REF_CATALOG, 10, 8);
+	expect_settled(f->kv, 9, 0, 0);
+
+	/* Settle [0, 20) into one catalog row (its put writes the hint). */
+	meta_ref_init(&c);
+	c.stream_id = 9;
+	c.kind = META_REF_CATALOG;
+	c.first_seq = 0;
+	c.end_seq = 20;
+	c.end_byte = 200;
+	strcpy(c.bucket, "b");
+	assert_int_equal(meta_ref_add_obj(&c, &o), 0);
+	t = kv_txn_new();
+	assert_non_null(t);
+	assert_int_equal(meta_ref_txn_del(t, 9, 0, 0), 0);
+	assert_int_equal(meta_ref_txn_del(t, 9, 10, 100), 0);
+	assert_int_equal(meta_ref_txn_put(t, &c), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	kv_txn_free(t);
+	expect_settled(f->kv, 9, 0, 20);
+	expect_settled(f->kv, 9, 5, 20);
+	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++) {
+		set_hint(f->kv, 9, META_REF_CATALOG, stale[i], 8);
+		expect_settled(f->kv, 9, 0, 20);
+	}
+	/* The whole stream settled: the span hint points at a row that is
+	 * gone; the last row starts below it. */
+	t = kv_txn_new();
+	assert_non_null(t);
+	assert_int_equal(meta_ref_txn_del(t, 9, 20, 200), 0);
+	c.end_seq = 30;
+	c.end_byte = 300;
+	assert_int_equal(meta_ref_txn_put(t, &c), 0);
+	assert_int_equal(kv_txn_commit(f->kv, t, NULL), 0);
+	kv_txn_free(t);
+	meta_ref_clear(&c);
+	set_hint(f->kv, 9, META_REF_SPAN, 20, 8);
+	expect_last(f->kv, 9, 0, 0, 30);
+	expect_settled(f->kv, 9, 0, 30);
+	/* A deleted stream's hints go with its row. */
+	assert_int_equal(meta_reclaim_stream_done(f->kv, 9, true), 0);
+	for (unsigned kind = META_REF_SPAN; kind <= META_REF_CATALOG; kind++) {
+		struct nv_buf k;
+
+		nv_buf_init(&k, KV_KEY_MAX);
+		assert_int_equal(key_ref_hint(&k, 9, kind), 0);
+		assert_int_equal(kv_get(f->kv, k.ptr, k.len, NULL, NULL), -ENOENT);
+		assert_int_equal(key_ref_hint(&k, 8, META_REF_SPAN), 0);
+		assert_int_equal(kv_get(f->kv, k.ptr, k.len, NULL, NULL), 0);
+		nv_buf_free(&k);
+	}
+}
+
 static void test_rows_ref_byte_index_same_value(void **state)
 {
 	struct fx *f = *state;
@@ -1727,6 +1845,7 @@ int main(void)
 		cmocka_unit_test(test_rows_ref_decode_hostile),
 		T(test_rows_ref_floor_boundaries),
 		T(test_rows_ref_settled_end),
+		T(test_rows_ref_hints),
 		T(test_rows_ref_floor_windows),
 		T(test_rows_ref_byte_index_same_value),
 		T(test_rows_ref_empty_ref_shares_byte_key),
