@@ -90,6 +90,7 @@ struct star_cfg {
 	const char *meta_url;      /* NULL: sqlite:DATA_DIR/meta.db */
 	const char *star_id;       /* NULL: DATA_DIR/star-id, created on first start */
 	const char *listen_addr;   /* NULL: no star API; else ADDR:PORT (registry row) */
+	unsigned star_lease_s;     /* registry lease TTL (engine/lease.h); 0: 10 */
 	const char *cluster_secret_file; /* NULL: none; the star API's credential */
 	const char *store_faults;  /* testing: a fault.h spec wrapping the store */
 	uint64_t backlog_bytes;

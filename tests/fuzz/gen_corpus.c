@@ -425,8 +425,9 @@ static void gen_rows(void)
 	/* stars.h */
 	{
 		struct meta_star s = { .id = "star-a", .started_ns = 1700000000000000000ull,
-				       .heartbeat_ns = 1700000001000000000ull, .pid = 4242,
-				       .host = "host-1.example", .state = STAR_RUNNING };
+				       .pid = 4242, .host = "host-1.example", .dir = "/var/lib/novafs",
+				       .addr = "10.0.0.1:7070", .location = "z1",
+				       .state = STAR_RUNNING, .epochs = { 3, 4 } };
 		uint8_t l = 6;
 
 		rc |= meta_star_encode(&s, &v);

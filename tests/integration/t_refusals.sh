@@ -565,6 +565,12 @@ row_elsewhere "a request waiting at the recovery gate when the daemon stops" EIO
 row_elsewhere "fsync or close after a record written with durable=fsync could not be made durable" EIO t_durable.sh
 row_elsewhere "an open by name or a cold read while no etcd member answers (after the meta URL's timeout=)" \
 	ETIMEDOUT ../etcd/t_etcd_faults.sh
+row_elsewhere "an append or a tail read of a stream another live star leads (that star holds its writer lease; the mount's cluster client redials it where it exists)" \
+	EREMOTE ../etcd/t_stars.sh
+row_elsewhere "an append acknowledged after this star's lease deadline, or made while it lost its registry lease (paused or cut off from the metastore past star_lease_s): the record is durable and may still become visible" \
+	ETIMEDOUT ../etcd/t_stars.sh ../unit/test_lease.c
+row_elsewhere "an append to a stream taken from a star whose epochs are still unsettled after 3 x star_lease_s + 10 s" \
+	ETIMEDOUT ../unit/test_lease.c
 
 say "--- after the walk"
 nv_alive || fail "the daemon died or the mount stopped answering during the refusals"
