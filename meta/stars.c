@@ -114,11 +114,16 @@ int meta_star_replace(struct kv *kv, const struct meta_star *s, uint64_t lease, 
 	return put_row(kv, s, lease, ver, nver);
 }
 
-int meta_star_get(struct kv *kv, const char *id, struct meta_star *out, uint64_t *ver)
+int meta_star_get(struct kv *kv, const char *id_in, struct meta_star *out, uint64_t *ver)
 {
+	char id[META_STAR_MAX + 1];
 	struct nv_buf k, v;
 	int rc;
 
+	/* id_in may be out->id. */
+	if (strlen(id_in) > META_STAR_MAX)
+		return -EINVAL;
+	strcpy(id, id_in);
 	nv_buf_init(&k, KV_KEY_MAX);
 	nv_buf_init(&v, KV_VAL_MAX);
 	rc = key_star(&k, id);
