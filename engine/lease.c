@@ -16,6 +16,7 @@
 #include "engine/lease.h"
 #include "engine/auditor.h"
 #include "engine/chain.h"
+#include "engine/star.h"
 #include "engine/star_impl.h"
 #include "engine/tailcache.h"
 #include "meta/chains.h"
@@ -345,9 +346,22 @@ void lease_reg_quiet(struct lease_reg *r)
 	pthread_mutex_unlock(&r->lock);
 }
 
-int lease_chain_may_ack(void *arg)
+int star_lease_may_ack(void *arg)
 {
-	return lease_reg_may_ack(arg);
+	struct star *st = arg;
+
+	return lease_reg_may_ack(st->reg);
+}
+
+void star_lease_quiet(struct star *st)
+{
+	lease_reg_quiet(st->reg);
+}
+
+void star_lease_detach(struct star *st)
+{
+	lease_reg_close(st->reg);
+	st->reg = NULL;
 }
 
 /* ------------------------------------------------------ the star's side */
@@ -372,7 +386,7 @@ static void star_lost(void *arg, const uint64_t *epochs)
 			auditor_report_halt(st->auditor, c, epochs[c]);
 }
 
-int lease_star_attach(struct star *st)
+int star_lease_attach(struct star *st)
 {
 	struct lease_reg_cfg rc = {
 		.kv = st->kv, .star = st->id, .addr = st->cfg.listen_addr,
@@ -384,7 +398,7 @@ int lease_star_attach(struct star *st)
 	return lease_reg_open(&rc, &st->reg);
 }
 
-int lease_star_start(struct star *st)
+int star_lease_start(struct star *st)
 {
 	uint64_t epochs[NV_CLASS_COUNT];
 
@@ -616,4 +630,16 @@ int star_lead_check(struct star *st, struct nv_stream *s, struct lease_holder *h
 	if (!strcmp((h ? h : &me)->star, star_id(st)))
 		return lease_reg_may_ack(st->reg) ? -ETIMEDOUT : 0;
 	return -STAR_ENOTOWNER;
+}
+
+int star_lease_admit(struct star *st, struct nv_stream *s)
+{
+	return star_lead(st, s, NULL);
+}
+
+int star_lease_hot_read(struct star *st, struct nv_stream *s)
+{
+	int rc = star_lead_check(st, s, NULL);
+
+	return rc == -ENOENT ? 0 : rc;
 }

@@ -131,14 +131,9 @@ uint64_t lease_reg_id(struct lease_reg *r);
 /* No more callbacks into the star from now on (its close began); waits
  * for one in progress.  NULL is a no-op. */
 void lease_reg_quiet(struct lease_reg *r);
-/* chain_cfg.may_ack over a registry (arg: struct lease_reg *, may be
- * NULL: always 0). */
-int lease_chain_may_ack(void *arg);
 
-/* For engine/star.c: register st (lease_reg_open() with the star's
- * callbacks: its class heads, and a loss hands them to the auditor as
- * halted), then, once its epochs are minted, start the keepalive. */
-int lease_star_attach(struct star *st) __attribute__((warn_unused_result));
-int lease_star_start(struct star *st) __attribute__((warn_unused_result));
+/* The star's own calls into this module are declared in
+ * engine/star_impl.h (star_lease_attach() ...), so engine/star.c does not
+ * include this header (no module cycle). */
 
 #endif

@@ -16,6 +16,7 @@
  * The fields and their invariants: engine/star_impl.h.
  */
 #include "config.h"
+#include "engine/star.h"
 #include "engine/star_impl.h"
 #include "engine/absorb.h"
 #include "engine/auditor.h"
@@ -23,7 +24,6 @@
 #include "engine/chain.h"
 #include "engine/datadir.h"
 #include "engine/fetch.h"
-#include "engine/lease.h"
 #include "engine/recover.h"
 #include "engine/stack.h"
 #include "engine/store/store.h"
@@ -177,8 +177,8 @@ static int start_class(struct star *st, unsigned cls)
 	cc.acked_arg = st;
 	cc.halted = on_halted;
 	cc.halted_arg = st;
-	cc.may_ack = lease_chain_may_ack;
-	cc.may_ack_arg = st->reg;
+	cc.may_ack = star_lease_may_ack;
+	cc.may_ack_arg = st;
 	rc = chain_new(&cc, &st->chains[cls]);
 	if (rc)
 		return rc;
@@ -419,7 +419,7 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	if (!rc)
 		rc = kv_claim(st->kv); /* logged */
 	if (!rc)
-		rc = lease_star_attach(st); /* refuses a live star's id (logged) */
+		rc = star_lease_attach(st); /* refuses a live star's id (logged) */
 	if (rc)
 		goto fail;
 	st->recover.store = st->store;
@@ -436,7 +436,7 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	for (unsigned cls = 0; !rc && cls < NV_CLASS_COUNT; cls++)
 		rc = start_class(st, cls);
 	if (!rc)
-		rc = lease_star_start(st);
+		rc = star_lease_start(st);
 	if (!rc)
 		rc = start_auditor(st);
 	if (rc)
@@ -458,7 +458,7 @@ int star_close(struct star *st)
 		return 0;
 	/* The registry's callbacks first, then the auditor: no restart may
 	 * race the close. */
-	lease_reg_quiet(st->reg);
+	star_lease_quiet(st);
 	auditor_free(st->auditor);
 	st->auditor = NULL;
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
@@ -501,8 +501,7 @@ int star_close(struct star *st)
 		}
 	}
 	/* Every epoch is closed: the registry row and the writer leases go. */
-	lease_reg_close(st->reg);
-	st->reg = NULL;
+	star_lease_detach(st);
 	read_engine_free(st->re);
 	fetch_cache_free(st->fc);
 	tailcache_free(st->tc);
@@ -750,7 +749,7 @@ int star_stream_set_class(struct star *st, struct nv_stream *s, unsigned cls)
 int star_append(struct star *st, struct nv_stream *s, const void *body, size_t len,
 		flight_done_fn cb, void *arg, uint64_t *seq)
 {
-	int rc = star_lead(st, s, NULL); /* cached: no metastore call */
+	int rc = star_lease_admit(st, s); /* cached: no metastore call */
 
 	if (rc)
 		return rc;
@@ -780,9 +779,9 @@ int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t 
 	/* The tail window is the leader's alone (a vacant stream's state
 	 * here is its committed state: served from refs). */
 	if (off >= atomic_load(&s->frontier_byte) && off < stream_acked_byte(s)) {
-		int rc = star_lead_check(st, s, NULL);
+		int rc = star_lease_hot_read(st, s);
 
-		if (rc && rc != -ENOENT)
+		if (rc)
 			return rc;
 	}
 	return read_page(st->re, s, rd, off, dst, len, got, tier);

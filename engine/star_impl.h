@@ -21,8 +21,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "engine/star.h"
 #include "engine/recover.h"
+#include "engine/starcfg.h"
+#include "engine/stats.h"
 #include "meta/chains.h"
 #include "meta/kv.h"
 
@@ -32,6 +33,7 @@ struct backlog;
 struct chain;
 struct fetch_cache;
 struct lease_reg;
+struct nv_stream;
 struct read_engine;
 struct stream_table;
 struct tailcache;
@@ -61,5 +63,27 @@ struct star {
 	/* The registry lease and the writer leases (engine/lease.c). */
 	struct lease_reg *reg;
 };
+
+/* Implemented in engine/lease.c, for engine/star.c (lease.h says what
+ * they mean). */
+
+/* Register st (lease_reg_open() with the star's callbacks: its class
+ * heads; a loss hands them to the auditor as halted).  0, -EEXIST (a
+ * live star holds the id: logged), kv error. */
+int star_lease_attach(struct star *st) __attribute__((warn_unused_result));
+/* Once its epochs are minted: record them and start the keepalive. */
+int star_lease_start(struct star *st) __attribute__((warn_unused_result));
+/* Close began: no more registry callbacks. */
+void star_lease_quiet(struct star *st);
+/* Every epoch closed: revoke the registry lease (rows vanish). */
+void star_lease_detach(struct star *st);
+/* chain_cfg.may_ack; arg is the star. */
+int star_lease_may_ack(void *arg);
+/* An append's admission: star_lead() (cached: no metastore call). */
+int star_lease_admit(struct star *st, struct nv_stream *s) __attribute__((warn_unused_result));
+/* A read in the tail window: 0 when it may be served here (this star
+ * leads, or the stream is vacant), -STAR_ENOTOWNER, -ETIMEDOUT, -errno. */
+int star_lease_hot_read(struct star *st, struct nv_stream *s)
+	__attribute__((warn_unused_result));
 
 #endif

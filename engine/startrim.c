@@ -11,6 +11,7 @@
  *  1. A stream's trim point only grows, in the row and in memory.
  */
 #include "config.h"
+#include "engine/star.h"
 #include "engine/star_impl.h"
 #include "engine/auditor.h"
 #include "engine/layout.h"
