@@ -275,6 +275,8 @@ static uint64_t restart_class(void *arg, unsigned cls, uint64_t epoch)
 		st->absorbs[cls] = NULL;
 	}
 	rc = recover_chain(&st->recover, cls, st->id, epoch);
+	if (rc == -ENOENT)
+		rc = 0; /* settled and retired already (another star's duty) */
 	if (!rc) {
 		stream_table_each(st->streams, reset_stream, &ra);
 		rc = ra.err;
