@@ -643,3 +643,20 @@ int star_lease_hot_read(struct star *st, struct nv_stream *s)
 
 	return rc == -ENOENT ? 0 : rc;
 }
+
+uint64_t star_lease_settle_ver(void *arg, uint64_t stream, const struct meta_chain *c)
+{
+	struct star *st = arg;
+	struct nv_stream *s;
+	uint64_t v;
+
+	if (!st->reg || c->state == CHAIN_SETTLED || strcmp(c->star, st->id) ||
+	    c->cls >= NV_CLASS_COUNT || c->epoch != atomic_load(&st->epochs[c->cls]))
+		return 0;
+	s = stream_table_find(st->streams, stream);
+	if (!s)
+		return 0;
+	v = atomic_load(&s->lease_ver);
+	stream_put(s);
+	return v;
+}

@@ -388,6 +388,7 @@ static int start_auditor(struct star *st)
 	memcpy(ac.settle.age_cap_ns, cfg->age_cap_ns, sizeof(ac.settle.age_cap_ns));
 	ac.settle.workers = cfg->settle_workers;
 	ac.settle.settled = on_settled;
+	ac.settle.lease_ver = star_lease_settle_ver;
 	ac.settle.arg = st;
 	ac.trim.store = st->store;
 	ac.trim.kv = st->kv;

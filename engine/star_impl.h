@@ -77,6 +77,9 @@ int star_lease_start(struct star *st) __attribute__((warn_unused_result));
 void star_lease_quiet(struct star *st);
 /* Every epoch closed: revoke the registry lease (rows vanish). */
 void star_lease_detach(struct star *st);
+/* settle_cfg.lease_ver; arg is the star: the cached lease version of a
+ * stream of this star's live head epoch c, else 0. */
+uint64_t star_lease_settle_ver(void *arg, uint64_t stream, const struct meta_chain *c);
 /* chain_cfg.may_ack; arg is the star. */
 int star_lease_may_ack(void *arg);
 /* An append's admission: star_lead() (cached: no metastore call). */
