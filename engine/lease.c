@@ -108,14 +108,19 @@ static int register_row(struct lease_reg *r, uint64_t id)
 			return -EEXIST;
 		}
 		/* An earlier incarnation of this data directory: dead (we
-		 * hold the directory's lock).  Its lease is not known here:
-		 * replace the row; its stream leases expire with its lease. */
-		rc = meta_star_replace(r->cfg.kv, &r->row, id, ver, NULL);
-		if (rc != -ECANCELED) {
-			if (!rc)
-				nv_log(NV_INFO, NV_SUB_MAIN, "star %s: replaced the registry row "
-				       "of an earlier start (pid %u)", r->row.id, (unsigned)cur.pid);
+		 * hold the directory's lock).  Revoke its lease: its row and
+		 * its writer leases go with it, so no stream stays bound to a
+		 * lease nobody renews. */
+		rc = cur.lease ? kv_lease_revoke(r->cfg.kv, cur.lease) : 0;
+		if (rc && rc != -ENOLCK)
 			return rc;
+		nv_log(NV_INFO, NV_SUB_MAIN, "star %s: revoked the registry lease of an earlier "
+		       "start (pid %u)", r->row.id, (unsigned)cur.pid);
+		if (meta_star_get(r->cfg.kv, r->row.id, &cur, &ver) == 0 && ver) {
+			/* Still there (a lease-less row): replace it. */
+			rc = meta_star_replace(r->cfg.kv, &r->row, id, ver, NULL);
+			if (rc != -ECANCELED)
+				return rc;
 		}
 	}
 	return -EAGAIN;
@@ -146,6 +151,7 @@ int lease_reg_open(const struct lease_reg_cfg *cfg, struct lease_reg **out)
 	pthread_mutex_init(&r->take_lock, NULL);
 	nv_cond_init_mono(&r->wake);
 	rc = grant(r, &id, &deadline);
+	r->row.lease = id;
 	if (!rc)
 		rc = register_row(r, id);
 	if (!rc)
@@ -208,6 +214,7 @@ static int rejoin(struct lease_reg *r, const uint64_t *lost_heads)
 			return -EAGAIN;
 	memcpy(r->row.epochs, heads, sizeof(heads));
 	rc = grant(r, &id, &deadline);
+	r->row.lease = id;
 	if (!rc)
 		rc = register_row(r, id);
 	if (!rc)

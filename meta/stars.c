@@ -34,6 +34,8 @@ int meta_star_encode(const struct meta_star *s, struct nv_buf *out)
 		rc = nv_wr_u8(out, s->state);
 	for (unsigned c = 0; !rc && c < NV_CLASS_COUNT; c++)
 		rc = nv_wr_u64(out, s->epochs[c]);
+	if (!rc)
+		rc = nv_wr_u64(out, s->lease);
 	return rc;
 }
 
@@ -68,6 +70,7 @@ int meta_star_decode(const void *p, size_t n, const char *id, struct meta_star *
 	s->state = nv_rd_u8(&r);
 	for (unsigned c = 0; c < NV_CLASS_COUNT; c++)
 		s->epochs[c] = nv_rd_u64(&r);
+	s->lease = nv_rd_u64(&r);
 	if (nv_rd_done(&r) ||
 	    (s->state != STAR_RUNNING && s->state != STAR_CLOSED && s->state != STAR_DRAINING))
 		return -EBADMSG;

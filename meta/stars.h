@@ -11,6 +11,7 @@
  * Row ("star", id) v2, put bound to the star's registry lease (kv.h):
  *   u8 2 | u64 started_ns | u32 pid | str host | str data_dir | str addr
  *   | str location | u8 state | u64 epoch per class (NV_CLASS_COUNT)
+ *   | u64 lease (the registry lease the row is bound to)
  * state: 1 serving, 2 closed, 3 draining.  epochs: the class heads this
  * incarnation started with (0: not minted yet); older epochs of the star
  * belong to an earlier incarnation.
@@ -51,6 +52,7 @@ struct meta_star {
 	char location[META_STAR_LOC_MAX + 1];
 	uint8_t state;
 	uint64_t epochs[NV_CLASS_COUNT];
+	uint64_t lease; /* lets a restart of the same data directory revoke it */
 };
 
 int meta_star_encode(const struct meta_star *s, struct nv_buf *out)

@@ -4,7 +4,8 @@
 # directory, star id and listen= port, star_lease_s=2:
 #   1. a stream appended on A is refused on B with EREMOTE (NOT_OWNER:
 #      B has no redial yet) until A's lease is gone;
-#   2. a second star with B's id (another data directory) is refused;
+#   2. a second star on B's data directory is refused, and so is one with
+#      B's id on another data directory;
 #   3. kill -9 of A: after A's lease TTL, B takes the stream (its take
 #      waits for A's epoch to be settled by B's settle duty) and appends;
 #      every record A acked is readable on B exactly once, in order;
@@ -89,7 +90,16 @@ r=$(append "$MB/b/s" "b refused
 [ "$r" = EREMOTE ] || fail "append on B while A leads: $r (want EREMOTE)"
 say "ok: an append on B while A leads is refused with EREMOTE"
 
-# 2. A second star with B's id is refused.
+# 2. A second star on B's data directory is refused (its lock), and so
+#    is one with B's id on another data directory (the registry).
+mkdir -p "$NV_TMP/mnt-d"
+rc=0
+timeout 30 "$NOVAFS" -f -o "data_dir=$DB,star=sd,$COMMON" "$NV_TMP/mnt-d" \
+	> "$NV_TMP/novafs-d.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "a second star on B's data directory: exit $rc (want 1)"
+grep -q "is in use by another novafs" "$NV_TMP/novafs-d.log" ||
+	fail "no clear error for a data directory in use: $(tail -3 "$NV_TMP/novafs-d.log")"
+say "ok: a second star on B's data directory is refused"
 mkdir -p "$NV_TMP/mnt-c" "$NV_TMP/data-c"
 rc=0
 timeout 30 "$NOVAFS" -f -o "data_dir=$NV_TMP/data-c,star=sb,$COMMON" "$NV_TMP/mnt-c" \

@@ -383,6 +383,33 @@ static void test_duplicate_id_refused(void **state)
 	lease_reg_close(r);
 }
 
+/* A start on the same data directory (host and directory match) finds
+ * its earlier incarnation's row: that star is dead (the directory's lock
+ * says so), so its registry lease is revoked, and its writer leases go
+ * with it instead of lingering until the TTL. */
+static void test_earlier_incarnation_revoked(void **state)
+{
+	struct fx *f = *state;
+	struct kv *kv = f->st->kv;
+	struct lease_reg_cfg c = { .kv = kv, .star = "sa", .data_dir = f->dir, .ttl_s = 2 };
+	uint64_t old = lease_reg_id(f->st->reg);
+	struct lease_reg *r = NULL;
+	struct nv_stream *s;
+	struct meta_star row;
+	struct meta_lease l;
+
+	assert_int_equal(star_stream_create(f->st, "b", "u", NULL, &s), 0);
+	assert_int_equal(append_wait(f->st, s, "mine"), 0);
+	assert_int_equal(meta_lease_get(kv, s->id, &l, NULL), 0);
+	assert_int_equal(lease_reg_open(&c, &r), 0);
+	assert_int_equal(meta_lease_get(kv, s->id, &l, NULL), -ENOENT);
+	assert_int_equal(kv_lease_keepalive(kv, old, NULL), -ENOLCK);
+	assert_int_equal(meta_star_get(kv, "sa", &row, NULL), 0);
+	assert_int_equal(row.lease, lease_reg_id(r));
+	lease_reg_close(r);
+	stream_put(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +421,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_ack_past_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ref_commit_compares_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_id_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_earlier_incarnation_revoked, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
