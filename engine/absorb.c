@@ -176,9 +176,14 @@ static int build_run(struct ref_build *b, const struct meta_chain *row,
 static int write_refs(struct kv *kv, const struct ref_build *b)
 {
 	struct kv_txn *t = NULL;
+	bool fenced = false;
 	size_t cmps = 0;
 	int rc = 0;
 
+	/* One fenced ref makes every transaction of the batch one that may
+	 * not be split: all of them keep to KV_TXN_SAFE_OPS. */
+	for (uint32_t i = 0; i < b->n && !fenced; i++)
+		fenced = b->lease_ver[i] != 0;
 	for (uint32_t i = 0; i < b->n && !rc; i++) {
 		bool full;
 
@@ -190,8 +195,8 @@ static int write_refs(struct kv *kv, const struct ref_build *b)
 		}
 		if (!rc)
 			rc = meta_ref_txn_put(t, &b->refs[i]);
-		full = cmps ? cmps + kv_txn_nwrites(t) + REF_TXN_FENCED_OPS > KV_TXN_SAFE_OPS
-			    : kv_txn_nwrites(t) >= REF_TXN_WRITES;
+		full = fenced ? cmps + kv_txn_nwrites(t) + REF_TXN_FENCED_OPS > KV_TXN_SAFE_OPS
+			      : kv_txn_nwrites(t) >= REF_TXN_WRITES;
 		if (!rc && (full || i + 1 == b->n)) {
 			rc = kv_txn_commit(kv, t, NULL);
 			kv_txn_free(t);

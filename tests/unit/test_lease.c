@@ -362,6 +362,39 @@ static void test_ref_commit_compares_lease(void **state)
 	assert_int_equal(kv_lease_revoke(kv, ld), 0);
 }
 
+/* A batch of many fenced refs commits in transactions within
+ * KV_TXN_SAFE_OPS (kv.c refuses a larger one with compares: -E2BIG). */
+static void test_many_fenced_refs(void **state)
+{
+	struct fx *f = *state;
+	struct kv *kv = f->st->kv;
+	uint64_t ld = fake_star(kv, "se", ""), cver, ver;
+	char prev[META_STAR_MAX + 1];
+	enum { N = 150 };
+	struct absorb_run runs[N];
+	struct absorb_slot slot = { .slot = 0, .footer_off = 0, .footer_len = 10, .nruns = N,
+				    .runs = runs };
+	struct absorb_policy pol = { .age_cap_ns = NV_NS_PER_S };
+	struct meta_chain row;
+	struct meta_lease l;
+	struct meta_ref r;
+
+	assert_int_equal(meta_chain_mint(kv, NV_CLASS_STANDARD, "se", nv_now_wall_ns(), &row,
+					 &cver), 0);
+	for (unsigned i = 0; i < N; i++) {
+		assert_int_equal(meta_lease_take(kv, 5000 + i, "se", "", ld, &l, &ver, prev), 0);
+		runs[i] = (struct absorb_run){ .stream_id = 5000 + i, .nbytes = 3, .nrec = 1,
+					       .settled_byte = ABSORB_UNKNOWN, .lease_ver = ver };
+	}
+	assert_int_equal(absorb_commit_batch(kv, &row, &cver, &slot, 1, &pol, NULL), 0);
+	meta_ref_init(&r);
+	for (unsigned i = 0; i < N; i++) {
+		assert_int_equal(meta_ref_last(kv, 5000 + i, &r), 0);
+		meta_ref_clear(&r);
+	}
+	assert_int_equal(kv_lease_revoke(kv, ld), 0);
+}
+
 /* A star id a live star holds is refused; a v1 row (no lease) is not. */
 static void test_duplicate_id_refused(void **state)
 {
@@ -420,6 +453,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_registry_loss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_ack_past_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ref_commit_compares_lease, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_fenced_refs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_id_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_earlier_incarnation_revoked, setup, teardown),
 	};
