@@ -12,15 +12,18 @@
  * Lifecycle:
  *
  *   star_open:  lock DATA_DIR (datadir_lock()), open store + metastore
- *               (stack_open(), engine/stack.h), mint a new epoch
- *               per class, start a chain + absorb per class, start the
- *               auditor, which settles every epoch left unsettled
- *               (recover.h) and then opens the gate for stream loads
+ *               (stack_open(), engine/stack.h), register in the star
+ *               registry (engine/lease.h: refused while a live star
+ *               holds the id), mint a new epoch per class, start a
+ *               chain + absorb per class, start the registry keepalive,
+ *               start the auditor, which settles every epoch left
+ *               unsettled (recover.h) and then opens the gate
  *   (serving)   a chain that halts is quiesced, its epoch settled and a
  *               new epoch started for its class (restart_class())
  *   star_close: refuse new appends, flush and drain every chain (every
  *               admitted append acked), drain every absorb (everything
- *               absorbed), mark the epochs SETTLED (clean), close.
+ *               absorbed), mark the epochs SETTLED (clean), revoke the
+ *               registry lease (its writer leases go with it), close.
  *
  * Invariants:
  *  1. One star per data directory at a time (an flock on DATA_DIR/lock).
@@ -36,8 +39,9 @@
  *
  *   1. fs/: a follow handle's ff->lock (fs/follow.c); the follow worker
  *      queue's fw->lock and the node table's lock (fs/node.c) are leaves
- *   2. st->class_lock[c] (rwlock; shared by appends, exclusive in
- *      restart_class())
+ *   2. engine/lease.c's take_lock (a star_lead() that must read or take
+ *      the lease), then st->class_lock[c] (rwlock; shared by appends,
+ *      exclusive in restart_class())
  *   3. a chain's c->lock (chain_admission_lock(); engine/chain.c)
  *   4. a stream's s->lock (engine/stream.h); the stream table's lock is
  *      never held while taking it
