@@ -31,6 +31,7 @@
 #include "meta/keys.h"
 #include "meta/markers.h"
 #include "meta/refs.h"
+#include "meta/leases.h"
 #include "meta/stars.h"
 #include "meta/streams.h"
 #include "meta/tuple.h"
@@ -436,6 +437,17 @@ static void gen_rows(void)
 		rc |= meta_star_encode(&s, &v);
 		put("row_star", "closed", &l, (size_t)1, "star-a", (size_t)6, v.ptr, v.len, NULL);
 		put("row_star", "bad-id", &l, (size_t)1, "Star_A", (size_t)6, v.ptr, v.len, NULL);
+	}
+
+	/* leases.h */
+	{
+		struct meta_lease ls = { .star = "star-a", .addr = "10.0.0.1:7070", .epoch = 7 };
+
+		rc |= meta_lease_encode(&ls, &v);
+		put("row_lease", "held", v.ptr, v.len, NULL);
+		ls.addr[0] = 0;
+		rc |= meta_lease_encode(&ls, &v);
+		put("row_lease", "no-api", v.ptr, v.len, NULL);
 	}
 	if (rc)
 		die("row encoders");
