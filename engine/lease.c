@@ -6,10 +6,12 @@
  * Locking: r->lock guards the thread's stop flag and wake; the lease
  * id, the deadline, the generation and the lost flag are atomics read
  * lock-free by the hot path (lease_reg_may_ack(), star_lead()).
- * r->take_lock serialises the slow path of star_lead() (a metastore
- * read, maybe a take, a wait and a reload), so one stream is taken and
- * reloaded once; it is taken with no engine lock held, and under it
- * star_lead() takes class_lock[c] (shared), then the chain's admission
+ * r->take_lock guards every stream's lease_taking flag: the slow path of
+ * star_lead() (a metastore read, maybe a take, a wait for a predecessor
+ * and a reload) runs for one stream at a time (others wait on
+ * r->take_cond), so a stream is taken and reloaded once, while other
+ * streams' takes go on.  It is never held across the slow path itself;
+ * the slow path takes class_lock[c] (shared), then the chain's admission
  * lock (star.h lock order rows 2-4).
  */
 #include "config.h"
@@ -49,7 +51,8 @@ struct lease_reg {
 	pthread_cond_t wake;           /* lock: the thread sleeps here */
 	bool stop;                     /* lock */
 	bool quiet;                    /* lock: no callbacks (closing) */
-	pthread_mutex_t take_lock;     /* star_lead()'s slow path */
+	pthread_mutex_t take_lock;     /* streams' lease_taking */
+	pthread_cond_t take_cond;      /* take_lock: a slow path ended */
 };
 
 /* ------------------------------------------------------------ registry */
@@ -149,6 +152,7 @@ int lease_reg_open(const struct lease_reg_cfg *cfg, struct lease_reg **out)
 	r->row.state = STAR_RUNNING;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->take_lock, NULL);
+	pthread_cond_init(&r->take_cond, NULL);
 	nv_cond_init_mono(&r->wake);
 	rc = grant(r, &id, &deadline);
 	r->row.lease = id;
@@ -164,6 +168,7 @@ int lease_reg_open(const struct lease_reg_cfg *cfg, struct lease_reg **out)
 			nv_log(NV_DEBUG, NV_SUB_MAIN, "star %s: the refused lease expires on its own",
 			       cfg->star);
 		pthread_cond_destroy(&r->wake);
+		pthread_cond_destroy(&r->take_cond);
 		pthread_mutex_destroy(&r->lock);
 		pthread_mutex_destroy(&r->take_lock);
 		free(r);
@@ -325,6 +330,7 @@ void lease_reg_close(struct lease_reg *r)
 			       "(%s): its rows expire with it", r->row.id, strerror(-rc));
 	}
 	pthread_cond_destroy(&r->wake);
+	pthread_cond_destroy(&r->take_cond);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->take_lock);
 	free(r);
@@ -535,7 +541,7 @@ static int reload(struct star *st, struct nv_stream *s)
 	return rc;
 }
 
-/* The slow path of star_lead(), under take_lock. */
+/* The slow path of star_lead(), with s->lease_taking set by us. */
 static int lead_slow(struct star *st, struct nv_stream *s, struct lease_holder *h)
 {
 	struct lease_reg *r = st->reg;
@@ -598,12 +604,19 @@ int star_lead(struct star *st, struct nv_stream *s, struct lease_holder *h)
 	if (lease_reg_may_ack(r))
 		return -ETIMEDOUT;
 	pthread_mutex_lock(&r->take_lock);
+	while (s->lease_taking)
+		pthread_cond_wait(&r->take_cond, &r->take_lock);
 	if (cached(r, s)) {
+		pthread_mutex_unlock(&r->take_lock);
 		self_holder(st, s, h);
-		rc = 0;
-	} else {
-		rc = lead_slow(st, s, h);
+		return 0;
 	}
+	s->lease_taking = true;
+	pthread_mutex_unlock(&r->take_lock);
+	rc = lead_slow(st, s, h);
+	pthread_mutex_lock(&r->take_lock);
+	s->lease_taking = false;
+	pthread_cond_broadcast(&r->take_cond);
 	pthread_mutex_unlock(&r->take_lock);
 	return rc;
 }

@@ -39,9 +39,8 @@
  *
  *   1. fs/: a follow handle's ff->lock (fs/follow.c); the follow worker
  *      queue's fw->lock and the node table's lock (fs/node.c) are leaves
- *   2. engine/lease.c's take_lock (a star_lead() that must read or take
- *      the lease), then st->class_lock[c] (rwlock; shared by appends,
- *      exclusive in restart_class())
+ *   2. st->class_lock[c] (rwlock; shared by appends, exclusive in
+ *      restart_class())
  *   3. a chain's c->lock (chain_admission_lock(); engine/chain.c)
  *   4. a stream's s->lock (engine/stream.h); the stream table's lock is
  *      never held while taking it
@@ -53,6 +52,7 @@
  *      (taken before c->lock, never under it), an absorb's a->lock
  *      (never held while taking a stream lock), the auditor's a->lock,
  *      the settle era's e->lock, the read cache and fetch cache locks,
+ *      engine/lease.c's take_lock,
  *      the failpoint table
  *   8. below the engine: the S3 handle pool's pool_lock, then curl's
  *      share locks (engine/store/s3/); the directory store's synced set

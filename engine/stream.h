@@ -101,6 +101,8 @@ struct nv_stream {
 	 * commit compares (0: no compare), lease_epoch its lease epoch.
 	 * Written by star_lead() only, loaded lock-free. */
 	_Atomic uint64_t lease_gen, lease_ver, lease_epoch;
+	bool lease_taking; /* engine/lease.c's take_lock: a star_lead() of s
+			    * is reading, taking or reloading it */
 	/* Owner and permission bits (meta_owner), stored under lock after
 	 * the row changed (star_stream_set_owner()), loaded lock-free. */
 	_Atomic uint32_t uid, gid, mode;
