@@ -140,8 +140,15 @@ static bool settle_due(struct auditor *a, const struct meta_chain *c)
 	}
 	if (meta_mint_head(a->cfg.recover.kv, c->cls, c->star, &head) == 0 && c->epoch < head)
 		return true; /* below the mint head: terminally halted */
-	if (meta_star_get(a->cfg.recover.kv, c->star, &reg, NULL))
-		return true; /* no registry row: not a running star */
+	switch (meta_star_get(a->cfg.recover.kv, c->star, &reg, NULL)) {
+	case 0:
+		break;
+	case -ENOENT:  /* no registry row: not a running star */
+	case -EBADMSG: /* a row of before issue 15, bound to no lease */
+		return true;
+	default:
+		return false; /* the metastore cannot say now: not due yet */
+	}
 	if (reg.state == STAR_CLOSED)
 		return true;
 	return c->cls < NV_CLASS_COUNT && reg.epochs[c->cls] && c->epoch < reg.epochs[c->cls];

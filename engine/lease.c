@@ -405,6 +405,7 @@ int star_lease_attach(struct star *st)
 		.kv = st->kv, .star = st->id, .addr = st->cfg.listen_addr,
 		.location = st->cfg.location, .data_dir = st->data_dir,
 		.ttl_s = st->cfg.star_lease_s ? st->cfg.star_lease_s : 10,
+		.take_wait_ns = st->cfg.take_wait_ns,
 		.heads = star_heads, .lost = star_lost, .arg = st,
 	};
 
@@ -476,7 +477,7 @@ static int count_pending(void *arg, const struct meta_chain *c, uint64_t ver)
 /* How long a take waits for a predecessor's epochs at most. */
 static uint64_t take_wait_ns(struct lease_reg *r)
 {
-	return 3 * r->ttl_ns + 10 * NV_NS_PER_S;
+	return r->cfg.take_wait_ns ? r->cfg.take_wait_ns : 3 * r->ttl_ns + 10 * NV_NS_PER_S;
 }
 
 /*
@@ -551,8 +552,12 @@ static int lead_slow(struct star *st, struct nv_stream *s, struct lease_holder *
 	int rc = meta_lease_get(st->kv, s->id, &l, &ver);
 
 	if (rc == -ENOENT) {
-		rc = meta_lease_take(st->kv, s->id, star_id(st), star_listen_addr(st),
-				     atomic_load(&r->id), &l, &ver, prev);
+		uint64_t rid = atomic_load(&r->id);
+
+		if (!rid)
+			return -ETIMEDOUT; /* lost meanwhile: never an unbound row */
+		rc = meta_lease_take(st->kv, s->id, star_id(st), star_listen_addr(st), rid, &l,
+				     &ver, prev);
 		if (rc == -EEXIST)
 			rc = meta_lease_get(st->kv, s->id, &l, &ver);
 		else if (!rc)

@@ -102,6 +102,7 @@ struct lease_reg_cfg {
 	const char *location;   /* copied; NULL: "" */
 	const char *data_dir;   /* copied: recognises an earlier incarnation */
 	unsigned ttl_s;         /* >= KV_LEASE_TTL_MIN */
+	uint64_t take_wait_ns;  /* 0: 3 x TTL + 10 s (star_cfg.take_wait_ns) */
 	/* The class heads now (epochs[NV_CLASS_COUNT]). */
 	void (*heads)(void *arg, uint64_t *epochs);
 	/* The registry lease was lost: restart the class heads epochs[]

@@ -31,6 +31,8 @@ struct star_cfg {
 	const char *star_id;       /* NULL: DATA_DIR/star-id, created on first start */
 	const char *listen_addr;   /* NULL: no star API; else ADDR:PORT (registry row) */
 	unsigned star_lease_s;     /* registry lease TTL (engine/lease.h); 0: 10 */
+	uint64_t take_wait_ns;     /* a take waits this long for a predecessor's
+				    * epochs at most; 0: 3 x star_lease_s + 10 s */
 	const char *cluster_secret_file; /* NULL: none; the star API's credential */
 	const char *store_faults;  /* testing: a fault.h spec wrapping the store */
 	uint64_t backlog_bytes;

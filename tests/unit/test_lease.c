@@ -73,6 +73,7 @@ static struct star_cfg cfg_for(const char *dir)
 	c.fetch_cache_bytes = 16u << 20;
 	c.settle_workers = 1;
 	c.audit_period_ns = 100 * NV_NS_PER_MS;
+	c.take_wait_ns = 500 * NV_NS_PER_MS;
 	return c;
 }
 
@@ -279,6 +280,37 @@ static void test_take_waits_for_predecessor(void **state)
 	stream_put(s);
 }
 
+/* A predecessor that is alive and whose epoch is not yet known as older
+ * than its incarnation is never settled by the duty: the take waits for
+ * it up to take_wait_ns, then the append fails with ETIMEDOUT (the lease
+ * stays taken); once that star is gone, the next append succeeds. */
+static void test_take_wait_bounded(void **state)
+{
+	struct fx *f = *state;
+	struct kv *kv = f->st->kv;
+	uint64_t lg = fake_star(kv, "sg", ""), ver, cver, t0;
+	char prev[META_STAR_MAX + 1];
+	struct meta_chain row;
+	struct nv_stream *s;
+	struct meta_lease l;
+
+	assert_int_equal(star_stream_create(f->st, "b", "q", NULL, &s), 0);
+	assert_int_equal(meta_chain_mint(kv, NV_CLASS_STANDARD, "sg", nv_now_wall_ns(), &row,
+					 &cver), 0);
+	assert_int_equal(meta_lease_take(kv, s->id, "sg", "", lg, &l, &ver, prev), 0);
+	assert_int_equal(meta_lease_release(kv, s->id, ver), 0); /* vacant, sg lives */
+	t0 = nv_now_mono_ns();
+	assert_int_equal(append_wait(f->st, s, "x"), -ETIMEDOUT);
+	assert_true(nv_now_mono_ns() - t0 >= 500 * NV_NS_PER_MS);
+	assert_int_equal(meta_lease_get(kv, s->id, &l, NULL), 0);
+	assert_string_equal(l.star, "sa"); /* taken, not ready */
+	assert_int_equal(append_wait(f->st, s, "x"), -ETIMEDOUT);
+	assert_int_equal(kv_lease_revoke(kv, lg), 0); /* sg dies: its epoch is due */
+	AWAIT(append_wait(f->st, s, "y") == 0);
+	assert_int_equal(stream_acked_byte(s), 1);
+	stream_put(s);
+}
+
 /* The registry lease is lost (revoked under the star, as an expiry
  * while paused would): appends fail, every class restarts, the star
  * registers again and takes its stream back with the next epoch; what
@@ -450,6 +482,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_epochs_only_grow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_with_holder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_take_waits_for_predecessor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_wait_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_registry_loss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_ack_past_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ref_commit_compares_lease, setup, teardown),
