@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "engine/absorb.h"
+#include "meta/leases.h"
 #include "meta/markers.h"
 #include "meta/refs.h"
 #include "meta/streams.h"
@@ -25,8 +26,11 @@
 
 /* Writes per metastore transaction when writing refs (2 per ref).  Large
  * enough to amortise a commit, small enough for a remote metastore's
- * transaction limits. */
+ * transaction limits.  Refs that compare their stream's lease (3
+ * operations each) go KV_TXN_SAFE_OPS operations per transaction, since
+ * a transaction with compares is never split (kv.h). */
 #define REF_TXN_WRITES 512
+#define REF_TXN_FENCED_OPS 3
 
 /* ------------------------------------------------------ batch commit */
 
@@ -34,6 +38,7 @@ struct ref_build {
 	struct meta_ref *refs; /* cap entries, allocated once: never moves */
 	uint64_t *ripe_delay;  /* per ref: its stream's ripening after birth,
 				* UINT64_MAX: no crossing (the age cap) */
+	uint64_t *lease_ver;   /* per ref: the lease version to compare, 0 none */
 	uint32_t n, cap;
 	struct u64map *by_stream; /* stream id -> its ref in refs */
 };
@@ -53,6 +58,7 @@ static struct meta_ref *rb_ref(struct ref_build *b, uint64_t stream, bool *fresh
 		return NULL;
 	meta_ref_init(r);
 	b->ripe_delay[b->n] = UINT64_MAX;
+	b->lease_ver[b->n] = 0;
 	b->n++;
 	*fresh = true;
 	return r;
@@ -64,6 +70,7 @@ static void rb_free(struct ref_build *b)
 		meta_ref_clear(&b->refs[i]);
 	free(b->refs);
 	free(b->ripe_delay);
+	free(b->lease_ver);
 	u64map_free(b->by_stream);
 }
 
@@ -88,8 +95,9 @@ static int rb_init(struct ref_build *b, uint64_t total)
 	b->cap = (uint32_t)(total ? total : 1);
 	b->refs = calloc(b->cap, sizeof(*b->refs));
 	b->ripe_delay = calloc(b->cap, sizeof(*b->ripe_delay));
+	b->lease_ver = calloc(b->cap, sizeof(*b->lease_ver));
 	b->by_stream = u64map_new(b->cap);
-	if (!b->refs || !b->ripe_delay || !b->by_stream)
+	if (!b->refs || !b->ripe_delay || !b->lease_ver || !b->by_stream)
 		return -ENOMEM;
 	return 0;
 }
@@ -141,6 +149,7 @@ static int build_run(struct ref_build *b, const struct meta_chain *row,
 		r->cls = row->cls;
 		strcpy(r->star, row->star);
 		r->epoch = row->epoch;
+		b->lease_ver[r - b->refs] = run->lease_ver;
 	}
 	if (r->end_seq != run->first_seq || r->end_byte != run->first_byte ||
 	    run->nrec == 0) {
@@ -161,21 +170,38 @@ static int build_run(struct ref_build *b, const struct meta_chain *row,
 	return 0;
 }
 
-/* Refs (and their byte-index rows), in bounded transactions.  Plain puts:
- * a re-run rewrites identical values (invariant 2). */
+/* Refs (and their byte-index rows), in bounded transactions.  Puts that
+ * rewrite identical values on a re-run (invariant 2), each behind its
+ * stream's lease compare when it has one (invariant 5). */
 static int write_refs(struct kv *kv, const struct ref_build *b)
 {
 	struct kv_txn *t = NULL;
+	bool fenced = false;
+	size_t cmps = 0;
 	int rc = 0;
 
+	/* One fenced ref makes every transaction of the batch one that may
+	 * not be split: all of them keep to KV_TXN_SAFE_OPS. */
+	for (uint32_t i = 0; i < b->n && !fenced; i++)
+		fenced = b->lease_ver[i] != 0;
 	for (uint32_t i = 0; i < b->n && !rc; i++) {
+		bool full;
+
 		if (!t && !(t = kv_txn_new()))
 			return -ENOMEM;
-		rc = meta_ref_txn_put(t, &b->refs[i]);
-		if (!rc && (kv_txn_nwrites(t) >= REF_TXN_WRITES || i + 1 == b->n)) {
+		if (b->lease_ver[i]) {
+			rc = meta_lease_txn_cmp(t, b->refs[i].stream_id, b->lease_ver[i]);
+			cmps++;
+		}
+		if (!rc)
+			rc = meta_ref_txn_put(t, &b->refs[i]);
+		full = fenced ? cmps + kv_txn_nwrites(t) + REF_TXN_FENCED_OPS > KV_TXN_SAFE_OPS
+			      : kv_txn_nwrites(t) >= REF_TXN_WRITES;
+		if (!rc && (full || i + 1 == b->n)) {
 			rc = kv_txn_commit(kv, t, NULL);
 			kv_txn_free(t);
 			t = NULL;
+			cmps = 0;
 		}
 	}
 	kv_txn_free(t);
@@ -458,6 +484,7 @@ static int commit_flights(struct absorb *a, struct flight *list, uint32_t n)
 			runs[k].nrec = f->runs[j].nrec;
 			runs[k].settled_byte = atomic_load(&f->runs[j].stream->settled_byte);
 			runs[k].round_ripe_ns = atomic_load(&f->runs[j].stream->round_ripe_ns);
+			runs[k].lease_ver = atomic_load(&f->runs[j].stream->lease_ver);
 		}
 	}
 	{
@@ -575,7 +602,8 @@ static void *absorb_main(void *arg)
 				pthread_cond_broadcast(&a->idle); /* drainers: it is over */
 				nv_log(NV_ERR, NV_SUB_ABSORB,
 				       "%s/%s epoch %llu: chain row changed under the absorb "
-				       "(fenced?): absorb stopped",
+				       "(fenced?), or a stream's writer lease moved: absorb "
+				       "stopped; the epoch is settled by recovery",
 				       nv_class_name(a->row.cls), a->row.star,
 				       (unsigned long long)a->row.epoch);
 				if (a->cfg.failed) {

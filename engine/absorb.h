@@ -23,6 +23,10 @@
  *     bounds admitted-but-unabsorbed bytes.
  *  4. A stream's ref frontier (engine/stream.h) moves only after its ref
  *     is committed.
+ *  5. A ref of a run with a lease_ver commits only while the stream's
+ *     lease row is at that version: a leader that lost the stream
+ *     commits none of its refs (-ECANCELED; the absorb stops and the
+ *     chain is settled by recovery, whose runs compare no lease).
  */
 #ifndef NOVAFS_ENGINE_ABSORB_H
 #define NOVAFS_ENGINE_ABSORB_H
@@ -50,6 +54,11 @@ struct absorb_run {
 	uint64_t settled_byte;
 	/* When the stream's open settle round ripens (wall ns), 0: none. */
 	uint64_t round_ripe_ns;
+	/* The version of the stream's writer lease row this star holds
+	 * (meta/leases.h), compared by the transaction that commits the
+	 * stream's ref; 0: no compare (recovery settling a stopped chain,
+	 * which is guarded by the chain row and the fence instead). */
+	uint64_t lease_ver;
 };
 
 #define ABSORB_UNKNOWN UINT64_MAX
@@ -106,7 +115,8 @@ struct absorb_result {
  * marker or a span ref outgrow the metastore's value limit (more than
  * META_MARKER_STREAMS_MAX streams, more than ABSORB_BATCH_SLOTS_MAX
  * slots), as consecutive batches that do not (*res: the last one's, with
- * nrefs summed).  slots must start at
+ * nrefs summed).  -ECANCELED also when a run's lease compare failed
+ * (invariant 5).  slots must start at
  * row->checkpoint and be consecutive.  On 0 *row and *ver are the new
  * chain row and version.  -ECANCELED: the chain row changed under us
  * (another actor fenced or settled it); -EINVAL: slots not consecutive

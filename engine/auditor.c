@@ -1,7 +1,8 @@
 /*
  * auditor.c - see auditor.h.
  *
- * One thread.  a->lock guards the gate, the halt requests, the live
+ * Liveness of other stars is their registry row (meta/stars.h), kept by
+ * engine/lease.c.  One thread.  a->lock guards the gate, the halt requests, the live
  * epochs and the stop flag; no I/O happens under it.
  */
 #include "config.h"
@@ -38,7 +39,6 @@ struct auditor {
 	 * full disk or a store that stays away is not retried every pass. */
 	uint64_t halt_next_ns[NV_CLASS_COUNT], halt_backoff_ns[NV_CLASS_COUNT];
 	uint64_t halt_restart_ns[NV_CLASS_COUNT]; /* the thread's: last good restart; 0 none */
-	struct meta_star reg;     /* the thread's */
 	/* The thread's: chains whose era failed, by digest of (class, star,
 	 * epoch) -> struct chain_backoff (settle.h settle_backoff). */
 	struct u64map *failing;
@@ -113,21 +113,6 @@ void auditor_nudge(struct auditor *a)
 
 /* ------------------------------------------------------------ duties */
 
-/* A heartbeat fails every beat while the metastore cannot commit (a
- * full disk): its line is rate-limited. */
-static void heartbeat(struct auditor *a)
-{
-	static struct nv_ratelimit rl;
-	int rc;
-
-	a->reg.heartbeat_ns = nv_now_wall_ns();
-	rc = meta_star_put(a->cfg.recover.kv, &a->reg);
-	if (rc)
-		nv_log_ratelimited(&rl, NV_WARN, NV_SUB_RECOVER,
-				   "star %s: registry heartbeat failed: %s", a->star,
-				   strerror(-rc));
-}
-
 struct scan {
 	struct auditor *a;
 	struct meta_chain *due; /* chains to settle */
@@ -135,10 +120,14 @@ struct scan {
 	int err;
 };
 
-/* Is this unsettled chain ours to settle now? (auditor.h invariant 2) */
+/* Is this unsettled chain ours to settle now? (auditor.h invariant 2)
+ * Another star's chain is due when the star is gone (its registry row,
+ * bound to its registry lease, is: meta/stars.h invariant 1), closed, or
+ * when the chain is older than the star's current incarnation or its
+ * class's mint head. */
 static bool settle_due(struct auditor *a, const struct meta_chain *c)
 {
-	uint64_t head = 0, now = nv_now_wall_ns();
+	uint64_t head = 0;
 	struct meta_star reg;
 	bool live_head;
 
@@ -154,11 +143,18 @@ static bool settle_due(struct auditor *a, const struct meta_chain *c)
 	}
 	if (meta_mint_head(a->cfg.recover.kv, c->cls, c->star, &head) == 0 && c->epoch < head)
 		return true; /* below the mint head: terminally halted */
-	if (meta_star_get(a->cfg.recover.kv, c->star, &reg))
-		return true; /* no registry row: not a running star */
+	switch (meta_star_get(a->cfg.recover.kv, c->star, &reg, NULL)) {
+	case 0:
+		break;
+	case -ENOENT:  /* no registry row: not a running star */
+	case -EBADMSG: /* a row of before issue 15, bound to no lease */
+		return true;
+	default:
+		return false; /* the metastore cannot say now: not due yet */
+	}
 	if (reg.state == STAR_CLOSED)
 		return true;
-	return now > reg.heartbeat_ns && now - reg.heartbeat_ns > a->cfg.lease_ns;
+	return c->cls < NV_CLASS_COUNT && reg.epochs[c->cls] && c->epoch < reg.epochs[c->cls];
 }
 
 static int collect(void *arg, const struct meta_chain *c, uint64_t ver)
@@ -224,11 +220,10 @@ static bool predecessors_settled(struct auditor *a)
 		free(s.due);
 		return false;
 	}
+	/* Another live star's head does not block: a take of one of its
+	 * streams waits for its epochs instead (engine/lease.c). */
 	for (size_t i = 0; i < s.n && ok; i++)
-		ok = !settle_due(a, &s.due[i]) && strcmp(s.due[i].star, a->star) == 0;
-	/* Another star's unsettled head that is alive also blocks: its
-	 * streams may continue here later.  A single data directory never
-	 * has one (the flock), so this only matters with shared metastores. */
+		ok = !settle_due(a, &s.due[i]);
 	free(s.due);
 	return ok;
 }
@@ -580,12 +575,10 @@ static void log_stuck(struct auditor *a, int pending, int failed, int last_err,
 static void *auditor_main(void *arg)
 {
 	struct auditor *a = arg;
-	uint64_t backoff = NV_NS_PER_S, last_beat = 0, last_janitor = 0, next_duty = 0;
+	uint64_t backoff = NV_NS_PER_S, last_janitor = 0, next_duty = 0;
 	uint64_t last_stuck = 0;
 	bool duty_failed = false;
 
-	heartbeat(a);
-	last_beat = nv_now_mono_ns();
 	pthread_mutex_lock(&a->lock);
 	while (!a->stop) {
 		int failed = 0, hfail, pending, last_err = 0;
@@ -611,10 +604,6 @@ static void *auditor_main(void *arg)
 		if (pending < 0)
 			nv_log(NV_WARN, NV_SUB_RECOVER, "settle duty: scanning chains failed: %s",
 			       strerror(-pending));
-		if (nv_now_mono_ns() - last_beat >= a->cfg.heartbeat_ns) {
-			heartbeat(a);
-			last_beat = nv_now_mono_ns();
-		}
 		if (!auditor_gate_is_open(a) && pending >= 0 && failed == 0 &&
 		    predecessors_settled(a)) {
 			pthread_mutex_lock(&a->lock);
@@ -662,7 +651,6 @@ static void *auditor_main(void *arg)
 int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 {
 	struct auditor *a = calloc(1, sizeof(*a));
-	char host[65] = "";
 	int rc;
 
 	if (!a)
@@ -675,20 +663,10 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	snprintf(a->star, sizeof(a->star), "%s", cfg->star);
 	a->cfg.star = a->star;
 	memcpy(a->live, cfg->live_epochs, sizeof(a->live));
-	if (!a->cfg.heartbeat_ns)
-		a->cfg.heartbeat_ns = 5 * NV_NS_PER_S;
-	if (!a->cfg.lease_ns)
-		a->cfg.lease_ns = 30 * NV_NS_PER_S;
 	if (!a->cfg.janitor_ns)
 		a->cfg.janitor_ns = 10 * NV_NS_PER_S;
 	if (!a->cfg.period_ns)
 		a->cfg.period_ns = NV_NS_PER_S;
-	gethostname(host, sizeof(host) - 1);
-	snprintf(a->reg.id, sizeof(a->reg.id), "%s", a->star);
-	snprintf(a->reg.host, sizeof(a->reg.host), "%s", host);
-	a->reg.pid = (uint32_t)getpid();
-	a->reg.started_ns = nv_now_wall_ns();
-	a->reg.state = STAR_RUNNING;
 	a->failing = u64map_new(0);
 	if (!a->failing) {
 		free(a);
@@ -718,11 +696,6 @@ void auditor_free(struct auditor *a)
 	pthread_cond_broadcast(&a->gate_cond);
 	pthread_mutex_unlock(&a->lock);
 	pthread_join(a->thread, NULL);
-	a->reg.state = STAR_CLOSED;
-	a->reg.heartbeat_ns = nv_now_wall_ns();
-	if (meta_star_put(a->cfg.recover.kv, &a->reg))
-		nv_log(NV_WARN, NV_SUB_RECOVER, "star %s: could not mark the registry closed",
-		       a->star);
 	pthread_cond_destroy(&a->wake);
 	pthread_cond_destroy(&a->gate_cond);
 	pthread_mutex_destroy(&a->lock);

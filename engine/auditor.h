@@ -6,8 +6,8 @@
  * unsettled and then opens the star's gate (no stream is served before);
  * afterwards a janitor settles epochs nothing demands (a halted epoch of
  * this star, any epoch below its class's mint head, the epochs of a star
- * whose registry heartbeat has lapsed); and it keeps this star's
- * registry heartbeat.  Halted chains of this star are handed back to the
+ * whose registry row is gone: its registry lease lapsed, engine/lease.c).
+ * Halted chains of this star are handed back to the
  * star (the `halted` callback) on the auditor thread, after their epoch
  * is settled.  Every period it also runs the group settle (settle.h) over
  * the chains it may settle (this star's live heads and every settled
@@ -42,8 +42,6 @@ struct auditor_cfg {
 	const char *star;             /* copied */
 	uint64_t live_epochs[NV_CLASS_COUNT];
 	struct recover_cfg recover;   /* store, kv, stats, policy, windows */
-	uint64_t heartbeat_ns;        /* registry heartbeat period */
-	uint64_t lease_ns;            /* a heartbeat older than this: star gone */
 	uint64_t janitor_ns;          /* janitor scan period */
 	uint64_t period_ns;           /* settle and trim-check pass period */
 	struct settle_cfg settle;     /* settle jobs (settle.h) */
@@ -59,7 +57,7 @@ struct auditor_cfg {
 int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	__attribute__((warn_unused_result));
 
-/* Stop the thread and free; the star marks its registry row closed. */
+/* Stop the thread and free. */
 void auditor_free(struct auditor *a);
 
 /* A chain of this star halted (any thread; idempotent). */

@@ -333,8 +333,12 @@ static int put_flight(struct chain *c, struct flight *f)
 static void release_flight(struct chain *c, struct flight *f)
 {
 	uint64_t bytes = 0;
+	int ack;
 
-	(void)NV_FP("chain.before_ack"); /* crash/delay only: an ack cannot fail */
+	(void)NV_FP("chain.before_ack"); /* crash/delay only */
+	/* Past the lease deadline nothing is acked: the writers hear an
+	 * error (the record is durable and may still become visible). */
+	ack = c->cfg.may_ack ? c->cfg.may_ack(c->cfg.may_ack_arg) : 0;
 	if (c->cfg.tc)
 		tailcache_insert_flight(c->cfg.tc, f);
 	for (uint32_t i = 0; i < f->nruns; i++) {
@@ -369,9 +373,17 @@ static void release_flight(struct chain *c, struct flight *f)
 		rbuf_unref(r->rb);
 		r->rb = NULL;
 	}
-	NV_STAT_ADD(c->cfg.stats, appends, f->ndone);
-	NV_STAT_ADD(c->cfg.stats, append_bytes, bytes);
-	flight_complete(f, 0);
+	if (ack) {
+		NV_STAT_ADD(c->cfg.stats, append_errors, f->ndone);
+		nv_log(NV_WARN, NV_SUB_CHAIN, "%s epoch %llu slot %llu: durable after this star's "
+		       "lease deadline: %u write(s) not acknowledged (%s)", nv_class_name(c->cfg.cls),
+		       (unsigned long long)c->cfg.epoch, (unsigned long long)f->slot, f->ndone,
+		       strerror(-ack));
+	} else {
+		NV_STAT_ADD(c->cfg.stats, appends, f->ndone);
+		NV_STAT_ADD(c->cfg.stats, append_bytes, bytes);
+	}
+	flight_complete(f, ack);
 	f->state = FLIGHT_RELEASED;
 	c->cfg.release(c->cfg.release_arg, f);
 }

@@ -34,7 +34,8 @@
  * Invariants:
  *  1. Slots are assigned at seal, consecutively from first_slot.
  *  2. A record's completion is called exactly once: 0 after its slot and
- *     every lower slot are durable, or an error when it can never be.
+ *     every lower slot are durable, or an error when it can never be, or
+ *     when the star may not ack any more (chain_cfg.may_ack).
  *  3. The stream's acked end moves (and the ack hook runs) before any
  *     completion of that flight is called, so a writer that sees its
  *     write() return sees the new st_size.
@@ -93,6 +94,13 @@ struct chain_cfg {
 	/* Called once, no locks held, when the chain halts; may be NULL. */
 	void (*halted)(void *arg, unsigned cls, uint64_t epoch, int err);
 	void *halted_arg;
+	/* Asked at every release, before the completions (may be NULL:
+	 * always): 0, or the error the flight's writers get instead of their
+	 * ack, because this star is past its lease deadline (engine/lease.h
+	 * invariant 1).  The flight is released to the absorb all the same:
+	 * it is durable, and whoever settles the chain absorbs it. */
+	int (*may_ack)(void *arg);
+	void *may_ack_arg;
 };
 
 /* Start a chain (its sealer and put_window put workers).  0 and *out, or

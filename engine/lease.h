@@ -5,7 +5,27 @@
  *
  * For: star.c's append and hot-read paths, api/'s NOT_OWNER answers and
  * the cluster client's redial (through fs/ and the Gateway).  Not for:
- * HTTP (api/), the registry rows' format (meta/stars.h).
+ * HTTP (api/), the rows' format (meta/stars.h, meta/leases.h).
+ *
+ * The registry (lease_reg_*): at start a star registers ("star", id)
+ * bound to its registry lease (TTL star_lease_s), refusing a star id
+ * that a live star holds; a keepalive thread renews the lease every
+ * third of the TTL.  The star's deadline is the send time of the last
+ * successful grant or keepalive + TTL - a margin of TTL/5, on
+ * CLOCK_MONOTONIC.  A lost registry lease (-ENOLCK) bumps the registry
+ * generation (every writer lease cached under the old one is gone: the
+ * rows were bound to it), hands every class's epoch to the star for a
+ * restart (lease_reg_cfg.lost) and re-registers once every class's head
+ * epoch moved past the one it had then (lease_reg_cfg.heads).
+ *
+ * Registry states:
+ *
+ *   REGISTERED --keepalive -ENOLCK--> LOST --epochs restarted,
+ *       ^                                     row re-made--> REGISTERED
+ *       +--- keepalive ok (deadline moves) ---+ (same state)
+ *
+ * A writer lease is bound to the registry lease, so its deadline is the
+ * registry's.
  *
  * A stream's writer lease names its leader star, that star's star API
  * address and a lease epoch that grows by one at every change of
@@ -20,6 +40,12 @@
  *     one already seen is stale and ignored.
  *  3. A star that does not lead a stream answers -STAR_ENOTOWNER with the
  *     holder; it never forwards the request itself.
+ *  4. A take of a stream another star (or an earlier incarnation) led
+ *     returns only after that star's epochs that may hold the stream's
+ *     unabsorbed records are settled, and after the stream's positions
+ *     were reloaded from the metastore.
+ *  5. The append hot path (a cached lease within its deadline) costs no
+ *     metastore call.
  */
 #ifndef NOVAFS_ENGINE_LEASE_H
 #define NOVAFS_ENGINE_LEASE_H
@@ -27,6 +53,7 @@
 #include "meta/chains.h" /* META_STAR_MAX */
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct star;
@@ -55,5 +82,59 @@ int star_lead(struct star *st, struct nv_stream *s, struct lease_holder *h)
  * -errno when the metastore cannot say. */
 int star_leader(struct star *st, struct nv_stream *s, struct lease_holder *h)
 	__attribute__((warn_unused_result));
+
+/* Who leads s per the star's cache, or the metastore when the cache
+ * cannot say.  A cold reader's question, not an append's: never takes
+ * the stream.  0 when this star leads s now, -STAR_ENOTOWNER with *h
+ * when another does, -ENOENT when vacant, -errno. */
+int star_lead_check(struct star *st, struct nv_stream *s, struct lease_holder *h)
+	__attribute__((warn_unused_result));
+
+/* ------------------------------------------------------------ registry */
+
+struct kv;
+struct lease_reg;
+
+struct lease_reg_cfg {
+	struct kv *kv;          /* borrowed for the registry's life */
+	const char *star;       /* copied */
+	const char *addr;       /* copied; NULL or "": no star API */
+	const char *location;   /* copied; NULL: "" */
+	const char *data_dir;   /* copied: recognises an earlier incarnation */
+	unsigned ttl_s;         /* >= KV_LEASE_TTL_MIN */
+	uint64_t take_wait_ns;  /* 0: 3 x TTL + 10 s (star_cfg.take_wait_ns) */
+	/* The class heads now (epochs[NV_CLASS_COUNT]). */
+	void (*heads)(void *arg, uint64_t *epochs);
+	/* The registry lease was lost: restart the class heads epochs[]
+	 * (the keepalive thread; no lock held). */
+	void (*lost)(void *arg, const uint64_t *epochs);
+	void *arg;
+};
+
+/* Grant the registry lease and register (meta/stars.h): 0 and *out,
+ * -EEXIST (a live star holds the id: logged), kv error.  A row of an
+ * earlier incarnation of this data directory (same host and directory:
+ * the data directory's lock proves it is dead) is revoked first. */
+int lease_reg_open(const struct lease_reg_cfg *cfg, struct lease_reg **out)
+	__attribute__((warn_unused_result));
+/* Record the class heads this incarnation started with, then start the
+ * keepalive thread.  0, kv error, -EAGAIN. */
+int lease_reg_start(struct lease_reg *r, const uint64_t *epochs)
+	__attribute__((warn_unused_result));
+/* Stop the thread and revoke the lease: the registry row and every
+ * writer lease of this star vanish.  NULL is a no-op. */
+void lease_reg_close(struct lease_reg *r);
+/* May this star ack now (invariant 1)?  0, or -ETIMEDOUT past the
+ * deadline / while the registry lease is lost.  Lock-free. */
+int lease_reg_may_ack(struct lease_reg *r);
+/* Registry lease id (0: lost), for tests. */
+uint64_t lease_reg_id(struct lease_reg *r);
+/* No more callbacks into the star from now on (its close began); waits
+ * for one in progress.  NULL is a no-op. */
+void lease_reg_quiet(struct lease_reg *r);
+
+/* The star's own calls into this module are declared in
+ * engine/star_impl.h (star_lease_attach() ...), so engine/star.c does not
+ * include this header (no module cycle). */
 
 #endif

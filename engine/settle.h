@@ -80,6 +80,12 @@ struct settle_cfg {
 	unsigned workers;           /* streams assembled at once (>= 1) */
 	/* A stream's settled end moved (in-memory state upkeep); may be NULL. */
 	void (*settled)(void *arg, uint64_t stream, uint64_t end_seq, uint64_t end_byte);
+	/* The version of stream's writer lease row the catalog commit of a
+	 * window of chain c compares (meta/leases.h), 0: none.  The star
+	 * answers its cached lease for its own live head epochs (a former
+	 * leader commits no catalog row), 0 for settled chains (history,
+	 * guarded by the span ref CAS).  May be NULL.  Takes arg. */
+	uint64_t (*lease_ver)(void *arg, uint64_t stream, const struct meta_chain *c);
 	void *arg;
 	/* True when the star is stopping: an era gives up between slots and
 	 * between streams (-ESHUTDOWN; every step is idempotent, the next

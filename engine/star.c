@@ -13,23 +13,17 @@
  * class one chain and one absorb.  All are created in star_open() and
  * torn down in star_close() in reverse order.
  *
- * Invariants:
- *  1. Everything a star holds after open is immutable except chains[c]
- *     and absorbs[c], and those change only under class_lock[c] held
- *     exclusively (restart_class()); every other field changes through
- *     its own module's locking.
- *  2. Lock order here: class_lock[c] -> the chain's admission lock
- *     (chain_admission_lock()) -> a stream's lock (s->lock).
+ * The fields and their invariants: engine/star_impl.h.
  */
 #include "config.h"
 #include "engine/star.h"
+#include "engine/star_impl.h"
 #include "engine/absorb.h"
 #include "engine/auditor.h"
 #include "engine/backlog.h"
 #include "engine/chain.h"
 #include "engine/datadir.h"
 #include "engine/fetch.h"
-#include "engine/layout.h"
 #include "engine/recover.h"
 #include "engine/stack.h"
 #include "engine/store/store.h"
@@ -48,29 +42,6 @@
 #include <string.h>
 #include <unistd.h>
 
-struct star {
-	struct star_cfg cfg;
-	char *data_dir;
-	char id[META_STAR_MAX + 1];
-	int lock_fd;
-	struct store *store;
-	struct kv *kv;
-	struct nv_stats stats;
-	struct stream_table *streams;
-	struct backlog *backlog;
-	struct tailcache *tc;
-	struct read_engine *re;
-	struct auditor *auditor;
-	struct fetch_cache *fc;
-	struct recover_cfg recover;
-	/* Per class: the chain and absorb in service.  class_lock[c] is
-	 * held shared by every append while it uses chains[c], and
-	 * exclusively by restart_class() while it swaps them. */
-	pthread_rwlock_t class_lock[NV_CLASS_COUNT];
-	struct chain *chains[NV_CLASS_COUNT];
-	struct absorb *absorbs[NV_CLASS_COUNT];
-	_Atomic uint64_t epochs[NV_CLASS_COUNT];
-};
 
 const char *star_id(const struct star *st) { return st->id; }
 const char *star_listen_addr(const struct star *st) { return st->cfg.listen_addr; }
@@ -206,6 +177,8 @@ static int start_class(struct star *st, unsigned cls)
 	cc.acked_arg = st;
 	cc.halted = on_halted;
 	cc.halted_arg = st;
+	cc.may_ack = star_lease_may_ack;
+	cc.may_ack_arg = st;
 	rc = chain_new(&cc, &st->chains[cls]);
 	if (rc)
 		return rc;
@@ -302,6 +275,8 @@ static uint64_t restart_class(void *arg, unsigned cls, uint64_t epoch)
 		st->absorbs[cls] = NULL;
 	}
 	rc = recover_chain(&st->recover, cls, st->id, epoch);
+	if (rc == -ENOENT)
+		rc = 0; /* settled and retired already (another star's duty) */
 	if (!rc) {
 		stream_table_each(st->streams, reset_stream, &ra);
 		rc = ra.err;
@@ -413,6 +388,7 @@ static int start_auditor(struct star *st)
 	memcpy(ac.settle.age_cap_ns, cfg->age_cap_ns, sizeof(ac.settle.age_cap_ns));
 	ac.settle.workers = cfg->settle_workers;
 	ac.settle.settled = on_settled;
+	ac.settle.lease_ver = star_lease_settle_ver;
 	ac.settle.arg = st;
 	ac.trim.store = st->store;
 	ac.trim.kv = st->kv;
@@ -445,6 +421,8 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 		rc = open_stack(st);
 	if (!rc)
 		rc = kv_claim(st->kv); /* logged */
+	if (!rc)
+		rc = star_lease_attach(st); /* refuses a live star's id (logged) */
 	if (rc)
 		goto fail;
 	st->recover.store = st->store;
@@ -460,6 +438,8 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 	rc = start_caches(st);
 	for (unsigned cls = 0; !rc && cls < NV_CLASS_COUNT; cls++)
 		rc = start_class(st, cls);
+	if (!rc)
+		rc = star_lease_start(st);
 	if (!rc)
 		rc = start_auditor(st);
 	if (rc)
@@ -480,7 +460,9 @@ int star_close(struct star *st)
 	if (!st)
 		return 0;
 	kv_closing(st->kv); /* a dead metastore is given up on at once (kv.h) */
-	/* The auditor first: no restart may race the close. */
+	/* The registry's callbacks first, then the auditor: no restart may
+	 * race the close. */
+	star_lease_quiet(st);
 	auditor_free(st->auditor);
 	st->auditor = NULL;
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
@@ -522,6 +504,8 @@ int star_close(struct star *st)
 			       (unsigned long long)next);
 		}
 	}
+	/* Every epoch is closed: the registry row and the writer leases go. */
+	star_lease_detach(st);
 	read_engine_free(st->re);
 	fetch_cache_free(st->fc);
 	tailcache_free(st->tc);
@@ -769,8 +753,11 @@ int star_stream_set_class(struct star *st, struct nv_stream *s, unsigned cls)
 int star_append(struct star *st, struct nv_stream *s, const void *body, size_t len,
 		flight_done_fn cb, void *arg, uint64_t *seq)
 {
-	int rc = -EAGAIN;
+	int rc = star_lease_admit(st, s); /* cached: no metastore call */
 
+	if (rc)
+		return rc;
+	rc = -EAGAIN;
 	for (int i = 0; i < 4 && rc == -EAGAIN; i++) {
 		unsigned cls;
 
@@ -793,104 +780,18 @@ void star_each_stream(struct star *st, void (*fn)(void *arg, struct nv_stream *s
 int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
 	      void *dst, size_t len, size_t *got, enum read_tier *tier)
 {
+	/* The tail window is the leader's alone (a vacant stream's state
+	 * here is its committed state: served from refs). */
+	if (off >= atomic_load(&s->frontier_byte) && off < stream_acked_byte(s)) {
+		int rc = star_lease_hot_read(st, s);
+
+		if (rc)
+			return rc;
+	}
 	return read_page(st->re, s, rd, off, dst, len, got, tier);
 }
 
 struct reader *star_reader_new(struct star *st, struct nv_stream *s)
 {
 	return reader_new(st->re, s);
-}
-
-/* ------------------------------------------------------------ trim */
-
-static int trim_to(struct star *st, struct nv_stream *s, uint64_t seq, uint64_t byte,
-		   uint64_t *old_byte)
-{
-	uint64_t cur_seq, cur_byte;
-	int rc;
-
-	pthread_mutex_lock(&s->lock);
-	cur_seq = atomic_load(&s->trim_seq);
-	cur_byte = atomic_load(&s->trim_byte);
-	pthread_mutex_unlock(&s->lock);
-	if (old_byte)
-		*old_byte = cur_byte;
-	if (byte <= cur_byte && seq <= cur_seq)
-		return 0;
-	if (seq < cur_seq)
-		seq = cur_seq;
-	if (byte < cur_byte)
-		byte = cur_byte;
-	rc = meta_stream_set_trim(st->kv, s->id, seq, byte);
-	if (rc == -ERANGE)
-		return -EINVAL;
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&s->lock);
-	if (byte > atomic_load(&s->trim_byte)) {
-		atomic_store(&s->trim_seq, seq);
-		atomic_store(&s->trim_byte, byte);
-	}
-	pthread_mutex_unlock(&s->lock);
-	nv_log(NV_INFO, NV_SUB_TRIM, "stream %s/%s (%llu) trimmed to seq %llu, byte %llu",
-	       s->bucket, s->name, (unsigned long long)s->id, (unsigned long long)seq,
-	       (unsigned long long)byte);
-	if (st->auditor)
-		auditor_nudge(st->auditor);
-	return 0;
-}
-
-int star_stream_trim_bytes(struct star *st, struct nv_stream *s, uint64_t byte,
-			   uint64_t *old_byte)
-{
-	uint64_t seq, start;
-	int rc;
-
-	if (byte > stream_acked_byte(s))
-		byte = stream_acked_byte(s);
-	if (byte <= atomic_load(&s->trim_byte)) {
-		if (old_byte)
-			*old_byte = atomic_load(&s->trim_byte);
-		return 0;
-	}
-	/* The record holding `byte` is the first one kept. */
-	rc = read_locate_record(st->re, s, false, byte, &seq, &start);
-	if (rc)
-		return rc;
-	return trim_to(st, s, seq, byte, old_byte);
-}
-
-int star_stream_trim_seq(struct star *st, struct nv_stream *s, uint64_t seq,
-			 uint64_t *old_byte)
-{
-	uint64_t got_seq, byte;
-	int rc;
-
-	if (seq < atomic_load(&s->trim_seq))
-		return -EINVAL; /* never backwards */
-	if (seq == atomic_load(&s->trim_seq)) {
-		if (old_byte)
-			*old_byte = atomic_load(&s->trim_byte);
-		return 0;
-	}
-	rc = read_locate_record(st->re, s, true, seq, &got_seq, &byte);
-	if (rc)
-		return rc;
-	return trim_to(st, s, seq, byte, old_byte);
-}
-
-/* ------------------------------------------------------------ layout */
-
-char *star_stream_layout(struct star *st, struct nv_stream *s, int *err)
-{
-	struct layout_live live = {
-		.seq = atomic_load(&s->acked_seq),
-		.bytes = stream_acked_byte(s),
-		.frontier = atomic_load(&s->frontier_seq),
-		.settled = atomic_load(&s->settled_seq),
-	};
-
-	/* An xattr value is at most 64 KiB: long lists are cut there (the
-	 * full document: novactl layout). */
-	return layout_json(st->kv, s->id, &live, LAYOUT_XATTR_ENTRIES, err);
 }

@@ -12,15 +12,18 @@
  * Lifecycle:
  *
  *   star_open:  lock DATA_DIR (datadir_lock()), open store + metastore
- *               (stack_open(), engine/stack.h), mint a new epoch
- *               per class, start a chain + absorb per class, start the
- *               auditor, which settles every epoch left unsettled
- *               (recover.h) and then opens the gate for stream loads
+ *               (stack_open(), engine/stack.h), register in the star
+ *               registry (engine/lease.h: refused while a live star
+ *               holds the id), mint a new epoch per class, start a
+ *               chain + absorb per class, start the registry keepalive,
+ *               start the auditor, which settles every epoch left
+ *               unsettled (recover.h) and then opens the gate
  *   (serving)   a chain that halts is quiesced, its epoch settled and a
  *               new epoch started for its class (restart_class())
  *   star_close: refuse new appends, flush and drain every chain (every
  *               admitted append acked), drain every absorb (everything
- *               absorbed), mark the epochs SETTLED (clean), close.
+ *               absorbed), mark the epochs SETTLED (clean), revoke the
+ *               registry lease (its writer leases go with it), close.
  *
  * Invariants:
  *  1. One star per data directory at a time (an flock on DATA_DIR/lock).
@@ -53,6 +56,7 @@
  *      (taken before c->lock, never under it), an absorb's a->lock
  *      (never held while taking a stream lock), the auditor's a->lock,
  *      the settle era's e->lock, the read cache and fetch cache locks,
+ *      engine/lease.c's take_lock,
  *      the failpoint table
  *   8. below the engine: the S3 handle pool's pool_lock, then curl's
  *      share locks (engine/store/s3/); the directory store's synced set
@@ -73,6 +77,7 @@
 #include <stdint.h>
 
 #include "engine/gate.h"
+#include "engine/starcfg.h"
 #include "engine/flight.h"
 #include "engine/read.h"
 #include "engine/stats.h"
@@ -82,52 +87,6 @@
 #include "src/base/names.h"
 
 struct star;
-
-/* The caller sets every tunable: their defaults and ranges live in one
- * place, src/novafs.c's option table (novafs(8) justifies each). */
-struct star_cfg {
-	const char *data_dir;      /* required: lock file, default store and metastore */
-	const char *store_url;     /* NULL: dir:DATA_DIR/objects (the standard bucket) */
-	const char *express_urls;  /* NULL: express slots go to the standard bucket;
-				    * else ';'-separated URLs, one per zone (set.h) */
-	const char *location;      /* the star's zone in the express set */
-	const char *meta_url;      /* NULL: sqlite:DATA_DIR/meta.db */
-	const char *meta_check;    /* at open (engine/stack.h): NULL/"off", "quick", "warn" */
-	const char *star_id;       /* NULL: DATA_DIR/star-id, created on first start */
-	const char *listen_addr;   /* NULL: no star API; else ADDR:PORT (registry row) */
-	const char *cluster_secret_file; /* NULL: none; the star API's credential */
-	const char *store_faults;  /* testing: a fault.h spec wrapping the store */
-	uint64_t backlog_bytes;
-	uint64_t backlog_wait_ns;  /* a writer waits this long for tokens; 0: forever */
-	uint64_t tail_cache_bytes;
-	uint64_t read_cache_bytes;
-	uint64_t flight_max;
-	uint64_t linger_ns;
-	/* Per class (by nv class number): the chain's linger; < 0 means
-	 * linger_ns (star_class_linger_ns()). */
-	int64_t linger_class_ns[NV_CLASS_COUNT];
-	uint64_t put_timeout_ns;
-	unsigned put_window;
-	unsigned chunk_kib;
-	int zstd_level;
-	unsigned prefetch_threads;
-	unsigned readahead;
-	unsigned absorb_batch_slots;
-	uint64_t absorb_linger_ns;
-	uint64_t age_cap_ns[NV_CLASS_COUNT];
-	/* Settlement (engine/settle.h, engine/trim.h). */
-	uint64_t settle_trigger_bytes;
-	uint64_t settle_linger_ns;
-	uint64_t output_cap_bytes;
-	uint64_t read_grace_ns;
-	uint64_t fetch_cache_bytes;
-	const char *scratch_dir;   /* NULL: DATA_DIR/scratch */
-	unsigned settle_workers;
-	uint64_t audit_period_ns;
-	/* Called after a stream's acked end moved (chain.h); may be NULL. */
-	void (*acked)(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
-	void *acked_arg;
-};
 
 /* The linger of class cls's chain under cfg (borrowed): its own
  * linger_class_ns when set (>= 0), else linger_ns. */

@@ -346,3 +346,47 @@ int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream 
 	*out = s;
 	return 0;
 }
+
+int stream_reload(struct kv *kv, struct nv_stream *s)
+{
+	struct meta_stream ms;
+	struct meta_ref r;
+	uint64_t end_seq, end_byte, sseq, sbyte, max_ts = 0;
+	int rc = meta_stream_get(kv, s->id, &ms, NULL);
+
+	if (rc)
+		return rc == -EBADMSG ? -EIO : rc;
+	end_seq = ms.trim_seq;
+	end_byte = ms.trim_byte;
+	meta_ref_init(&r);
+	rc = meta_ref_last(kv, s->id, &r);
+	if (rc == 0) {
+		end_seq = r.end_seq;
+		end_byte = r.end_byte;
+		max_ts = r.max_ts;
+	}
+	meta_ref_clear(&r);
+	if (rc && rc != -ENOENT)
+		return rc == -EBADMSG ? -EIO : rc;
+	rc = meta_ref_settled_end(kv, s->id, ms.trim_seq, &sseq, &sbyte);
+	if (rc)
+		return rc == -EBADMSG ? -EIO : rc;
+	s->next_seq = end_seq;
+	s->next_byte = end_byte;
+	s->open_flight_gen = UINT64_MAX;
+	if (max_ts > s->last_ts)
+		s->last_ts = max_ts;
+	pthread_mutex_lock(&s->lock);
+	atomic_store(&s->acked_seq, end_seq);
+	atomic_store(&s->acked_byte, end_byte);
+	atomic_store(&s->frontier_seq, end_seq);
+	atomic_store(&s->frontier_byte, end_byte);
+	atomic_store(&s->trim_seq, ms.trim_seq);
+	atomic_store(&s->trim_byte, ms.trim_byte);
+	atomic_store(&s->settled_seq, sseq);
+	atomic_store(&s->settled_byte, sbyte);
+	s->deleted = ms.deleted_ns != 0;
+	stream_pend_pop_below(s, UINT64_MAX);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}

@@ -95,6 +95,14 @@ struct nv_stream {
 	 * Written only by the absorb of the stream's class (absorb.h). */
 	_Atomic uint64_t round_ripe_ns;
 	_Atomic uint64_t mtime_ns; /* time of the last acknowledged append */
+	/* The writer lease as this star holds it (engine/lease.c): lease_gen
+	 * is the registry generation under which this star leads the stream
+	 * (0: not led here), lease_ver the lease row's version every ref
+	 * commit compares (0: no compare), lease_epoch its lease epoch.
+	 * Written by star_lead() only, loaded lock-free. */
+	_Atomic uint64_t lease_gen, lease_ver, lease_epoch;
+	bool lease_taking; /* engine/lease.c's take_lock: a star_lead() of s
+			    * is reading, taking or reloading it */
 	/* Owner and permission bits (meta_owner), stored under lock after
 	 * the row changed (star_stream_set_owner()), loaded lock-free. */
 	_Atomic uint32_t uid, gid, mode;
@@ -157,6 +165,14 @@ int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream 
 /* Push a released run (lock held).  0 or -ENOMEM. */
 int stream_pend_push(struct nv_stream *s, const struct stream_pend *p)
 	__attribute__((warn_unused_result));
+/*
+ * Reload s's positions from the metastore (its row's trim, its last
+ * ref, its settled end), dropping its flight index: what a star does
+ * when it takes a stream another star (or an earlier incarnation) led.
+ * The caller holds whatever guards s's admission fields (the class's
+ * chain admission lock, or no chain of the class runs).  0, kv error.
+ */
+int stream_reload(struct kv *kv, struct nv_stream *s) __attribute__((warn_unused_result));
 /* Pop runs whose seqs all lie below end_seq (lock held). */
 void stream_pend_pop_below(struct nv_stream *s, uint64_t end_seq);
 /* Find the run holding byte (lock held): 0 and *out, or -ENOENT. */

@@ -160,6 +160,20 @@ int key_star(struct nv_buf *b, const char *star)
 	return rc ? rc : nv_tup_add_str(b, star);
 }
 
+int key_lease(struct nv_buf *b, uint64_t stream)
+{
+	int rc = tag(b, "lease");
+
+	return rc ? rc : nv_tup_add_u64(b, stream);
+}
+
+int key_lease_epoch(struct nv_buf *b, uint64_t stream)
+{
+	int rc = tag(b, "lep");
+
+	return rc ? rc : nv_tup_add_u64(b, stream);
+}
+
 int key_cursors(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
 {
 	return chain_tuple(b, "cur", cls, star, epoch);

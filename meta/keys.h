@@ -24,6 +24,9 @@
  *   ("chn", class, star, epoch)              chain row        chains.c
  *   ("mrk", class, star, epoch, first_slot)  batch marker     markers.c
  *   ("star", star)                           star registry    stars.c
+ *   ("lease", stream_id)                     writer lease     leases.c
+ *   ("lep", stream_id)                       last lease epoch leases.c
+ *                                            and leader (not leased)
  *   ("cur", class, star, epoch)              chain cursors    cursors.c,
  *                                                             trim.c
  *   ("gc", due_ns, object key)               reclaim queue    cursors.c
@@ -71,6 +74,8 @@ int key_marker(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch,
 int key_markers_of(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
 	__attribute__((warn_unused_result));
 int key_star(struct nv_buf *b, const char *star) __attribute__((warn_unused_result));
+int key_lease(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
+int key_lease_epoch(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
 int key_cursors(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
 	__attribute__((warn_unused_result));
 /* ("gc", due_ns, object key); key_reclaim_space() is the bare tag. */

@@ -10,79 +10,128 @@
 #include <errno.h>
 #include <string.h>
 
-#define STAR_V1 1
+#define STAR_V2 2
 
 int meta_star_encode(const struct meta_star *s, struct nv_buf *out)
 {
 	int rc;
 
 	nv_buf_reset(out);
-	rc = nv_wr_u8(out, STAR_V1);
+	rc = nv_wr_u8(out, STAR_V2);
 	if (!rc)
 		rc = nv_wr_u64(out, s->started_ns);
-	if (!rc)
-		rc = nv_wr_u64(out, s->heartbeat_ns);
 	if (!rc)
 		rc = nv_wr_u32(out, s->pid);
 	if (!rc)
 		rc = nv_wr_str(out, s->host);
 	if (!rc)
+		rc = nv_wr_str(out, s->dir);
+	if (!rc)
+		rc = nv_wr_str(out, s->addr);
+	if (!rc)
+		rc = nv_wr_str(out, s->location);
+	if (!rc)
 		rc = nv_wr_u8(out, s->state);
+	for (unsigned c = 0; !rc && c < NV_CLASS_COUNT; c++)
+		rc = nv_wr_u64(out, s->epochs[c]);
+	if (!rc)
+		rc = nv_wr_u64(out, s->lease);
 	return rc;
+}
+
+/* A string field of at most cap - 1 bytes, without NUL, into dst. */
+static int rd_field(struct nv_rd *r, char *dst, size_t cap)
+{
+	uint32_t n;
+	const uint8_t *p = nv_rd_bytes(r, &n, (uint32_t)cap - 1);
+
+	if (!p || memchr(p, 0, n))
+		return -EBADMSG;
+	memcpy(dst, p, n);
+	dst[n] = 0;
+	return 0;
 }
 
 int meta_star_decode(const void *p, size_t n, const char *id, struct meta_star *s)
 {
 	struct nv_rd r;
-	uint32_t hl;
-	const uint8_t *h;
 
 	memset(s, 0, sizeof(*s));
 	nv_rd_init(&r, p, n);
-	if (nv_rd_u8(&r) != STAR_V1 || meta_star_check(id))
+	if (nv_rd_u8(&r) != STAR_V2 || meta_star_check(id))
 		return -EBADMSG;
 	strcpy(s->id, id);
 	s->started_ns = nv_rd_u64(&r);
-	s->heartbeat_ns = nv_rd_u64(&r);
 	s->pid = nv_rd_u32(&r);
-	h = nv_rd_bytes(&r, &hl, sizeof(s->host) - 1);
-	if (!h || memchr(h, 0, hl))
+	if (rd_field(&r, s->host, sizeof(s->host)) || rd_field(&r, s->dir, sizeof(s->dir)) ||
+	    rd_field(&r, s->addr, sizeof(s->addr)) ||
+	    rd_field(&r, s->location, sizeof(s->location)))
 		return -EBADMSG;
-	memcpy(s->host, h, hl);
-	s->host[hl] = 0;
 	s->state = nv_rd_u8(&r);
-	if (nv_rd_done(&r) || (s->state != STAR_RUNNING && s->state != STAR_CLOSED))
+	for (unsigned c = 0; c < NV_CLASS_COUNT; c++)
+		s->epochs[c] = nv_rd_u64(&r);
+	s->lease = nv_rd_u64(&r);
+	if (nv_rd_done(&r) ||
+	    (s->state != STAR_RUNNING && s->state != STAR_CLOSED && s->state != STAR_DRAINING))
 		return -EBADMSG;
 	return 0;
 }
 
-int meta_star_put(struct kv *kv, const struct meta_star *s)
+/* One compare on the row's version, one leased put. */
+static int put_row(struct kv *kv, const struct meta_star *s, uint64_t lease, uint64_t ver,
+		   uint64_t *nver)
 {
 	struct nv_buf k, v;
+	struct kv_txn *t = kv_txn_new();
 	int rc;
 
+	if (!t)
+		return -ENOMEM;
 	nv_buf_init(&k, KV_KEY_MAX);
 	nv_buf_init(&v, KV_VAL_MAX);
 	rc = key_star(&k, s->id);
 	if (!rc)
 		rc = meta_star_encode(s, &v);
 	if (!rc)
-		rc = kv_put(kv, k.ptr, k.len, v.ptr, v.len);
+		rc = kv_txn_cmp_ver(t, k.ptr, k.len, ver);
+	if (!rc)
+		rc = kv_txn_put_lease(t, k.ptr, k.len, v.ptr, v.len, lease);
+	if (!rc)
+		rc = kv_txn_commit(kv, t, nver);
+	kv_txn_free(t);
 	nv_buf_free(&k);
 	nv_buf_free(&v);
 	return rc;
 }
 
-int meta_star_get(struct kv *kv, const char *id, struct meta_star *out)
+int meta_star_register(struct kv *kv, const struct meta_star *s, uint64_t lease)
 {
+	int rc = put_row(kv, s, lease, 0, NULL);
+
+	return rc == -ECANCELED ? -EEXIST : rc;
+}
+
+int meta_star_replace(struct kv *kv, const struct meta_star *s, uint64_t lease, uint64_t ver,
+		      uint64_t *nver)
+{
+	return put_row(kv, s, lease, ver, nver);
+}
+
+int meta_star_get(struct kv *kv, const char *id_in, struct meta_star *out, uint64_t *ver)
+{
+	char id[META_STAR_MAX + 1];
 	struct nv_buf k, v;
 	int rc;
 
+	/* id_in may be out->id. */
+	if (strlen(id_in) > META_STAR_MAX)
+		return -EINVAL;
+	strcpy(id, id_in);
 	nv_buf_init(&k, KV_KEY_MAX);
 	nv_buf_init(&v, KV_VAL_MAX);
 	rc = key_star(&k, id);
 	if (!rc)
-		rc = kv_get(kv, k.ptr, k.len, &v, NULL);
+		rc = kv_get(kv, k.ptr, k.len, &v, ver);
 	if (!rc)
 		rc = meta_star_decode(v.ptr, v.len, id, out);
 	nv_buf_free(&k);

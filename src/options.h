@@ -74,6 +74,8 @@
 	    "serve the star API here (several stars share one metastore)")                    \
 	STR(cluster_secret_file, "FILE", "none", STAR(cluster_secret_file),                   \
 	    "the cluster credential every star API request must carry")                       \
+	NUM(star_lease_s, u, "N", 10, 2, 3600, U_1, STAR(star_lease_s),                       \
+	    "registry and writer lease TTL; acks stop at TTL - TTL/5 without a keepalive")    \
 	NUM(backlog_mib, u, "N", 128, 1, 1u << 20, U_MIB, STAR(backlog_bytes),                \
 	    "admitted-but-unabsorbed budget")                                                 \
 	NUM(backlog_wait_s, u, "N", 60, 0, DAYS(1), U_S, STAR(backlog_wait_ns),              \

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "engine/settle/job.h"
 #include "meta/cursors.h"
+#include "meta/leases.h"
 #include "src/base/clock.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
@@ -107,6 +108,12 @@ int settle_job_commit(struct settle_job *j)
 	if (!t)
 		return -ENOMEM;
 	rc = meta_ref_txn_cmp_ver(t, j->es->id, j->pivot_seq, pivot_ver);
+	if (!rc && cfg->lease_ver) { /* a former leader commits nothing */
+		uint64_t lv = cfg->lease_ver(cfg->arg, j->es->id, &j->e->chain);
+
+		if (lv)
+			rc = meta_lease_txn_cmp(t, j->es->id, lv);
+	}
 	if (!rc)
 		rc = meta_ref_txn_put(t, &j->row);
 	if (!rc && j->have_tail)

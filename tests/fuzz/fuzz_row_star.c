@@ -44,7 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(rc == 0 || rc == -EBADMSG);
 	if (rc == 0) {
 		FUZZ_ASSERT(meta_star_check(id) == 0 && !strcmp(s.id, id));
-		FUZZ_ASSERT(s.state == STAR_RUNNING || s.state == STAR_CLOSED);
+		FUZZ_ASSERT(s.state == STAR_RUNNING || s.state == STAR_CLOSED ||
+			    s.state == STAR_DRAINING);
 		FUZZ_ASSERT(strnlen(s.host, sizeof(s.host)) < sizeof(s.host));
 		nv_buf_init(&b, SIZE_MAX);
 		FUZZ_ASSERT(meta_star_encode(&s, &b) == 0);

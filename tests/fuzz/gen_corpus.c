@@ -31,6 +31,7 @@
 #include "meta/keys.h"
 #include "meta/markers.h"
 #include "meta/refs.h"
+#include "meta/leases.h"
 #include "meta/stars.h"
 #include "meta/streams.h"
 #include "meta/tuple.h"
@@ -425,8 +426,9 @@ static void gen_rows(void)
 	/* stars.h */
 	{
 		struct meta_star s = { .id = "star-a", .started_ns = 1700000000000000000ull,
-				       .heartbeat_ns = 1700000001000000000ull, .pid = 4242,
-				       .host = "host-1.example", .state = STAR_RUNNING };
+				       .pid = 4242, .host = "host-1.example", .dir = "/var/lib/novafs",
+				       .addr = "10.0.0.1:7070", .location = "z1",
+				       .state = STAR_RUNNING, .epochs = { 3, 4 } };
 		uint8_t l = 6;
 
 		rc |= meta_star_encode(&s, &v);
@@ -435,6 +437,17 @@ static void gen_rows(void)
 		rc |= meta_star_encode(&s, &v);
 		put("row_star", "closed", &l, (size_t)1, "star-a", (size_t)6, v.ptr, v.len, NULL);
 		put("row_star", "bad-id", &l, (size_t)1, "Star_A", (size_t)6, v.ptr, v.len, NULL);
+	}
+
+	/* leases.h */
+	{
+		struct meta_lease ls = { .star = "star-a", .addr = "10.0.0.1:7070", .epoch = 7 };
+
+		rc |= meta_lease_encode(&ls, &v);
+		put("row_lease", "held", v.ptr, v.len, NULL);
+		ls.addr[0] = 0;
+		rc |= meta_lease_encode(&ls, &v);
+		put("row_lease", "no-api", v.ptr, v.len, NULL);
 	}
 	if (rc)
 		die("row encoders");

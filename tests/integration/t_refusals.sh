@@ -576,6 +576,12 @@ row_elsewhere "an open by name or a cold read while no etcd member answers (afte
 	ETIMEDOUT ../etcd/t_etcd_faults.sh
 row_elsewhere "append that waited backlog_wait_s for backlog tokens (the absorb cannot commit: e.g. no etcd member answers)" \
 	ETIMEDOUT ../etcd/t_etcd_faults.sh
+row_elsewhere "an append or a tail read of a stream another live star leads (that star holds its writer lease; the mount's cluster client redials it where it exists)" \
+	EREMOTE ../etcd/t_stars.sh
+row_elsewhere "an append acknowledged after this star's lease deadline, or made (or a tail read) while it lost its registry lease (paused or cut off from the metastore past star_lease_s): an append is durable and may still become visible" \
+	ETIMEDOUT ../etcd/t_stars.sh ../unit/test_lease.c
+row_elsewhere "an append to a stream taken from a star whose epochs are still unsettled after 3 x star_lease_s + 10 s" \
+	ETIMEDOUT ../unit/test_lease.c
 
 say "--- after the walk"
 nv_alive || fail "the daemon died or the mount stopped answering during the refusals"

@@ -26,6 +26,7 @@
 #include "engine/settle/job.h"
 #include "meta/cursors.h"
 #include "meta/keys.h"
+#include "meta/leases.h"
 #include "meta/markers.h"
 #include "meta/refs.h"
 #include "src/base/clock.h"
@@ -531,6 +532,51 @@ static void test_settle_chain_whole(void **state)
 	assert_string_equal(before, after);
 	free(before);
 	free(after);
+	st_stop(&t);
+}
+
+/* The lease version the catalog commit of a stream is told to compare
+ * (issue 15): fence_ver[0] for stream fence_id[0], fence_ver[1] else. */
+static uint64_t fence_id0, fence_ver[2];
+
+static uint64_t fence_of(void *arg, uint64_t stream, const struct meta_chain *c)
+{
+	(void)arg;
+	(void)c;
+	return fence_ver[stream == fence_id0 ? 0 : 1];
+}
+
+/* settle_cfg.lease_ver: a catalog commit compares the stream's writer
+ * lease, so a leader that lost a stream commits no catalog row of it
+ * (its span refs stay); a stream whose lease it holds settles. */
+static void test_settle_commit_compares_lease(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b;
+	struct meta_lease l;
+	struct meta_ref r;
+	char prev[META_STAR_MAX + 1];
+	uint64_t lease, va, vb;
+
+	st_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	efx_write_absorb(t.f, a, 0, 5, 700);
+	efx_write_absorb(t.f, b, 0, 4, 300);
+	assert_int_equal(kv_lease_grant(t.f->kv, 30, &lease), 0);
+	assert_int_equal(meta_lease_take(t.f->kv, a->id, EFX_STAR, "", lease, &l, &va, prev), 0);
+	assert_int_equal(meta_lease_take(t.f->kv, b->id, EFX_STAR, "", lease, &l, &vb, prev), 0);
+	t.cfg.lease_ver = fence_of;
+	fence_id0 = a->id;
+	fence_ver[0] = va + 1000; /* a's lease moved on: another leader's */
+	fence_ver[1] = vb;
+	assert_int_equal(settle_now(&t, NOW_ALL), 1);
+	meta_ref_init(&r);
+	assert_int_equal(meta_ref_last(t.f->kv, a->id, &r), 0);
+	assert_int_equal(r.kind, META_REF_SPAN); /* no catalog row for a */
+	meta_ref_clear(&r);
+	expect_settled(t.f, b->id, 4, 4 * 300, NULL);
+	assert_int_equal(kv_lease_revoke(t.f->kv, lease), 0);
 	st_stop(&t);
 }
 
@@ -1188,6 +1234,7 @@ int main(void)
 		cmocka_unit_test(test_settle_backoff),
 		T(test_settle_frontier_pinned),
 		T(test_settle_window_over_row_cap),
+		T(test_settle_commit_compares_lease),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,92 @@
+/*
+ * star_impl.h - the fields of struct star, for the modules that make up
+ * the star: engine/star.c (lifecycle, namespace and data calls),
+ * engine/startrim.c (trim and layout) and engine/lease.c (registry and
+ * writer leases).
+ *
+ * For: those three files only.  Not for: anything else (they use
+ * engine/star.h's calls).
+ *
+ * Invariants:
+ *  1. Everything a star holds after open is immutable except chains[c]
+ *     and absorbs[c], and those change only under class_lock[c] held
+ *     exclusively (restart_class()); every other field changes through
+ *     its own module's locking.
+ *  2. Lock order: class_lock[c] -> the chain's admission lock
+ *     (chain_admission_lock()) -> a stream's lock (s->lock).
+ */
+#ifndef NOVAFS_ENGINE_STAR_IMPL_H
+#define NOVAFS_ENGINE_STAR_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine/recover.h"
+#include "engine/starcfg.h"
+#include "engine/stats.h"
+#include "meta/chains.h"
+#include "meta/kv.h"
+
+struct absorb;
+struct auditor;
+struct backlog;
+struct chain;
+struct fetch_cache;
+struct lease_reg;
+struct nv_stream;
+struct read_engine;
+struct stream_table;
+struct tailcache;
+
+struct star {
+	struct star_cfg cfg;
+	char *data_dir;
+	char id[META_STAR_MAX + 1];
+	int lock_fd;
+	struct store *store;
+	struct kv *kv;
+	struct nv_stats stats;
+	struct stream_table *streams;
+	struct backlog *backlog;
+	struct tailcache *tc;
+	struct read_engine *re;
+	struct auditor *auditor;
+	struct fetch_cache *fc;
+	struct recover_cfg recover;
+	/* Per class: the chain and absorb in service.  class_lock[c] is
+	 * held shared by every append while it uses chains[c], and
+	 * exclusively by restart_class() while it swaps them. */
+	pthread_rwlock_t class_lock[NV_CLASS_COUNT];
+	struct chain *chains[NV_CLASS_COUNT];
+	struct absorb *absorbs[NV_CLASS_COUNT];
+	_Atomic uint64_t epochs[NV_CLASS_COUNT];
+	/* The registry lease and the writer leases (engine/lease.c). */
+	struct lease_reg *reg;
+};
+
+/* Implemented in engine/lease.c, for engine/star.c (lease.h says what
+ * they mean). */
+
+/* Register st (lease_reg_open() with the star's callbacks: its class
+ * heads; a loss hands them to the auditor as halted).  0, -EEXIST (a
+ * live star holds the id: logged), kv error. */
+int star_lease_attach(struct star *st) __attribute__((warn_unused_result));
+/* Once its epochs are minted: record them and start the keepalive. */
+int star_lease_start(struct star *st) __attribute__((warn_unused_result));
+/* Close began: no more registry callbacks. */
+void star_lease_quiet(struct star *st);
+/* Every epoch closed: revoke the registry lease (rows vanish). */
+void star_lease_detach(struct star *st);
+/* settle_cfg.lease_ver; arg is the star: the cached lease version of a
+ * stream of this star's live head epoch c, else 0. */
+uint64_t star_lease_settle_ver(void *arg, uint64_t stream, const struct meta_chain *c);
+/* chain_cfg.may_ack; arg is the star. */
+int star_lease_may_ack(void *arg);
+/* An append's admission: star_lead() (cached: no metastore call). */
+int star_lease_admit(struct star *st, struct nv_stream *s) __attribute__((warn_unused_result));
+/* A read in the tail window: 0 when it may be served here (this star
+ * leads, or the stream is vacant), -STAR_ENOTOWNER, -ETIMEDOUT, -errno. */
+int star_lease_hot_read(struct star *st, struct nv_stream *s)
+	__attribute__((warn_unused_result));
+
+#endif
