@@ -121,12 +121,22 @@
 #define DIR_RESERVE_MIN (8ull << 20)
 #define DIR_RESERVE_MAX (64ull << 20)
 
+struct dir_segs; /* seg.c: chain slots in segment files */
+
 struct dir_store {
 	char *root;  /* owned; absolute, no trailing '/' (except "/") */
 	int root_fd; /* owned; O_RDONLY|O_DIRECTORY */
 	pthread_mutex_t synced_lock;
 	struct u64map *synced; /* path hash -> (non-NULL marker); owned */
+	struct dir_segs *segs; /* owned; NULL: no ROOT/#seg (its own lock) */
 };
+
+/* ROOT/#seg holds the segment files (seg.c); a chain's first segment is
+ * DIR_SEG_FIRST bytes, each next one doubles up to the segment size
+ * (DIR_SEG_SIZE unless dir_store_open_opts() says otherwise). */
+#define DIR_SEG "#seg"
+#define DIR_SEG_FIRST (1ull << 20)
+#define DIR_SEG_SIZE (64ull << 20)
 
 /* One multipart upload.  Immutable after dir_mpu_create(). */
 struct dir_upload {
@@ -178,6 +188,42 @@ struct dir_put_ctx {
 };
 /* A dir_fill_fn writing a struct dir_put_ctx's iovec. */
 int dir_put_fill(void *arg, int fd);
+
+/* 0 while the file system of fd keeps the reserve free after need more
+ * bytes are taken, else -ENOSPC (logged).  files.c invariant 4. */
+int dir_headroom_for(const struct dir_store *d, int fd, const char *key, uint64_t need);
+
+/* --------------------------------------------------------------- seg.c */
+
+/* Open ROOT/#seg (made when write) and rebuild the index from every
+ * segment in it; with no #seg and !write, d->segs stays NULL.  0 or a
+ * store error (logged); dir_segs_close() frees a half-built index. */
+int dir_segs_open(struct dir_store *d, bool write, uint64_t seg_size);
+void dir_segs_close(struct dir_store *d);
+/* key is a chain slot key and slot puts go to segments. */
+bool dir_seg_wants(const struct dir_store *d, const char *key);
+/* The store ops for a slot key in segments; get and head answer -ENOENT
+ * for a key the index does not hold (the caller then tries files), del
+ * answers 0 for one. */
+int dir_seg_put(struct dir_store *d, const char *key, const struct iovec *iov,
+		int iovcnt, unsigned flags);
+int dir_seg_get(struct dir_store *d, const char *key, uint64_t off, size_t len,
+		void *dst, size_t *got);
+int dir_seg_head(struct dir_store *d, const char *key, uint64_t *size);
+int dir_seg_del(struct dir_store *d, const char *key);
+/* The segment keys of a listing, sorted (caller owns; free with
+ * dir_seg_keys_free()). */
+struct dir_seg_key {
+	char *key;
+	uint64_t size;
+};
+struct dir_seg_keys {
+	struct dir_seg_key *v;
+	size_t n, cap;
+};
+int dir_seg_collect(struct dir_store *d, const char *prefix, const char *after,
+		    struct dir_seg_keys *out);
+void dir_seg_keys_free(struct dir_seg_keys *k);
 
 /* -------------------------------------------------------------- ops.c */
 

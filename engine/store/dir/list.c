@@ -6,8 +6,10 @@
  * are sorted with directory names compared as name + "/", so keys come
  * out in byte order without holding the whole tree (internal.h
  * invariant 4).
+ * Chain slots kept in segments (seg.c) are merged into the walk's keys
+ * in byte order (dir_seg_collect()).
  * Not for: anything that is no object: names holding '#' (temp files,
- * #mpu) and non-regular files are skipped.
+ * #mpu, #seg) and non-regular files are skipped.
  *
  * Invariants, here:
  *  1. Memory is the sorted names of the directories on the current path.
@@ -30,6 +32,9 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------- list */
+
+static int dir_walk(struct dir_store *d, const char *prefix, const char *start_after,
+		    store_list_fn fn, void *arg);
 
 struct dir_lister {
 	const struct dir_store *d;
@@ -225,11 +230,70 @@ out:
 	return rc;
 }
 
+/* Keys of segments (seg.c) merged into the walk's, in byte order. */
+struct dir_merge {
+	struct dir_seg_keys k;
+	size_t i;
+	bool stopped; /* fn asked to stop, or failed */
+	store_list_fn fn;
+	void *arg;
+};
+
+/* Report the segment keys before key (and drop one equal to it: the
+ * file stands for both). */
+static int merge_upto(struct dir_merge *m, const char *key)
+{
+	while (m->i < m->k.n) {
+		const struct dir_seg_key *sk = &m->k.v[m->i];
+		int c = key ? strcmp(sk->key, key) : -1;
+		int rc;
+
+		if (c > 0)
+			return 0;
+		m->i++;
+		if (c == 0)
+			return 0;
+		rc = m->fn(m->arg, sk->key, sk->size);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int merge_fn(void *arg, const char *key, uint64_t size)
+{
+	struct dir_merge *m = arg;
+	int rc = merge_upto(m, key);
+
+	if (!rc)
+		rc = m->fn(m->arg, key, size);
+	m->stopped = rc != 0;
+	return rc;
+}
+
 int dir_list(void *be, const char *prefix, const char *start_after,
 	     store_list_fn fn, void *arg)
 {
+	struct dir_merge m = { .fn = fn, .arg = arg };
+	int rc = dir_seg_collect(be, prefix, start_after, &m.k);
+
+	if (rc < 0)
+		return rc;
+	if (m.k.n == 0)
+		return dir_walk(be, prefix, start_after, fn, arg);
+	rc = dir_walk(be, prefix, start_after, merge_fn, &m);
+	if (rc == 0 && !m.stopped)
+		rc = merge_upto(&m, NULL);
+	dir_seg_keys_free(&m.k);
+	return rc > 0 ? 0 : rc;
+}
+
+/* The walk of the directory tree (invariants 1-3). */
+static int dir_walk(struct dir_store *d, const char *prefix, const char *start_after,
+		    store_list_fn fn, void *arg)
+{
 	struct dir_lister l = {
-		.d = be, .prefix = prefix, .plen = strlen(prefix),
+		.d = d, .prefix = prefix, .plen = strlen(prefix),
 		.after = start_after, .fn = fn, .arg = arg,
 	};
 	const char *slash = strrchr(prefix, '/');
