@@ -42,6 +42,8 @@ struct stack_cfg {
 	const char *meta_url;     /* NULL: sqlite:DATA_DIR/meta.db */
 	bool meta_must_exist;     /* the default metastore must exist already
 				   * (a tool must not create an empty one) */
+	bool slot_segments;       /* a directory store (dir:/path or /path) keeps
+				   * chain slots in segment files (dir.h) */
 };
 
 /* The stack: the store every module writes through (router and faults

@@ -324,7 +324,7 @@ static int open_stack(struct star *st)
 	struct stack_cfg sc = {
 		.data_dir = st->data_dir, .store_url = cfg->store_url,
 		.express_urls = cfg->express_urls, .location = cfg->location,
-		.store_faults = cfg->store_faults, .meta_url = cfg->meta_url,
+		.store_faults = cfg->store_faults, .meta_url = cfg->meta_url, .slot_segments = cfg->slot_segments,
 	};
 	struct stack stk;
 	struct stack_failure why;

@@ -590,6 +590,14 @@ nv_threads() {
 	awk '/^Threads:/ { print $2 }' "/proc/$1/status"
 }
 
+# nv_segments_opt: ",slot_segments=1" when NOVAFS_TEST_SEGMENTS=1 (run a
+# suite with chain slots in the directory store's segment files; tests
+# that look at slot files on disk then see none).
+nv_segments_opt() {
+	[ "${NOVAFS_TEST_SEGMENTS:-0}" = 1 ] && printf ',slot_segments=1'
+	return 0
+}
+
 # nv_spawn [OPTS]: start the daemon like nv_start but do not wait for the
 # mount (the daemon may die first: a failpoint).  Sets NV_PID.
 nv_spawn() {
@@ -598,9 +606,9 @@ nv_spawn() {
 	nv_is_mounted "$MNT" && fail "nv_spawn: $MNT is already mounted"
 	NV_INCARNATION=$((NV_INCARNATION + 1))
 	printf '==== %s: start #%d: -o data_dir=%s%s%s\n' "$(date +%T.%N)" \
-		"$NV_INCARNATION" "$DATA" "${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)" \
+		"$NV_INCARNATION" "$DATA" "${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)$(nv_segments_opt)" \
 		"${NOVAFS_FAILPOINTS:+ NOVAFS_FAILPOINTS=$NOVAFS_FAILPOINTS}" >> "$LOG"
-	nv_daemon_spawn "$MNT" "$LOG" "data_dir=$DATA${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)"
+	nv_daemon_spawn "$MNT" "$LOG" "data_dir=$DATA${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)$(nv_segments_opt)"
 	NV_DAEMONS+=("$NV_PID")
 	nv_own "$NV_PID"
 	echo "$NV_PID" > "$NV_TMP/daemon.pid"
