@@ -4,6 +4,8 @@
  * An object is a file ROOT/<key>; a put writes a temporary file beside
  * it, fsyncs it, then link()s (create-once) or rename()s it into place and
  * fsyncs the directory, so objects are atomic and durable on return.
+ * With slot_segments (dir_store_open_opts()), chain slots are records in
+ * segment files under ROOT/#seg/ instead (engine/store/dir/seg.c).
  * Multipart uploads live under ROOT/#mpu/<upload id>/ until completed
  * ('#' can never appear in a key, so no object can collide with them).
  * Limits of this backend: a key component longer than the file system's

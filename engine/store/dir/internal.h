@@ -4,7 +4,7 @@
  * store and upload structs, and the calls one file makes into another.
  * Included by those files only.
  *
- * The backend is the embedded default behind store.h, in four files:
+ * The backend is the embedded default behind store.h, in six files:
  *   files.c  errno translation, temp names, writes and copies, the
  *            synced set, walking/creating a key's directories, and
  *            publishing an object (dir_publish())
@@ -12,6 +12,9 @@
  *            the ops table, dir_store_open() and its scheme entry
  *   list.c   listing in byte order (dir_list())
  *   mpu.c    multipart uploads under ROOT/#mpu (dir_mpu_*())
+ *   seg.c    chain slot keys in segment files under ROOT/#seg when
+ *            dir_store_open_opts() asks (dir_seg_*(); its own invariants)
+ *   segfmt.c the segment record format and scanner (segfmt.h)
  *
  *
  * For: keeping objects as plain files under one root directory on a local
@@ -24,11 +27,13 @@
  *   ROOT/<dir>/<name>#tmp.P.N    a put in progress (process P, sequence N)
  *   ROOT/#mpu/<id>/part-NNNNN    the parts of multipart upload <id>
  *   ROOT/#mpu/<id>/part-NNNNN#tmp.P.N   a part being written
+ *   ROOT/#seg/NNNNNNNN.seg       a segment of chain slot records (seg.c)
  * '#' can never appear in a key (store.h invariant 5), so nothing of ours
  * can collide with an object, and list skips every name holding one.
  *
  * Invariants of the whole backend (the files cite them by number):
- *  1. An object appears only by link() (create-once) or rename() of a
+ *  1. An object (other than a slot in a segment: seg.c invariants 1-2
+ *     instead) appears only by link() (create-once) or rename() of a
  *     complete, fdatasync'd temporary file in the object's own directory,
  *     and a call returns success only after fsync of that directory; every
  *     directory a put creates (or loses a mkdir race for) is made durable
@@ -211,19 +216,11 @@ int dir_seg_get(struct dir_store *d, const char *key, uint64_t off, size_t len,
 		void *dst, size_t *got);
 int dir_seg_head(struct dir_store *d, const char *key, uint64_t *size);
 int dir_seg_del(struct dir_store *d, const char *key);
-/* The segment keys of a listing, sorted (caller owns; free with
- * dir_seg_keys_free()). */
-struct dir_seg_key {
-	char *key;
-	uint64_t size;
-};
-struct dir_seg_keys {
-	struct dir_seg_key *v;
-	size_t n, cap;
-};
-int dir_seg_collect(struct dir_store *d, const char *prefix, const char *after,
-		    struct dir_seg_keys *out);
-void dir_seg_keys_free(struct dir_seg_keys *k);
+/* Call fn(arg, key, size) for every durable segment key under prefix
+ * and after after (NULL: all), in no order, with the index locked: fn
+ * must not call into the store.  0 or fn's first non-zero result. */
+int dir_seg_each(struct dir_store *d, const char *prefix, const char *after,
+		 store_list_fn fn, void *arg);
 
 /* -------------------------------------------------------------- ops.c */
 

@@ -6,8 +6,8 @@
  * backend; overview in internal.h, record format in segfmt.h).
  *
  * For: dir_segs_open() (the index rebuilt by scanning every segment),
- * dir_seg_put/get/head/del(), dir_seg_collect() for listing, and
- * dir_segs_close().  Not for: any other key (files.c publishes those),
+ * dir_seg_put(), dir_seg_get(), dir_seg_head(), dir_seg_del(),
+ * dir_seg_each() for listing, and dir_segs_close().  Not for: any other key (files.c publishes those),
  * nor the record bytes (segfmt.c).
  *
  * Layout: ROOT/#seg/NNNNNNNN.seg (8 hex digits, never reused).  Each
@@ -642,36 +642,13 @@ int dir_seg_del(struct dir_store *d, const char *key)
 
 /* ------------------------------------------------------------ listing */
 
-static int key_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct dir_seg_key *)a)->key, ((const struct dir_seg_key *)b)->key);
-}
-
-static int keys_push(struct dir_seg_keys *k, const char *key, uint64_t size)
-{
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 64;
-		struct dir_seg_key *p = realloc(k->v, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		k->v = p;
-		k->cap = cap;
-	}
-	if (!(k->v[k->n].key = strdup(key)))
-		return -ENOMEM;
-	k->v[k->n++].size = size;
-	return 0;
-}
-
-int dir_seg_collect(struct dir_store *d, const char *prefix, const char *after,
-		    struct dir_seg_keys *out)
+int dir_seg_each(struct dir_store *d, const char *prefix, const char *after,
+		 store_list_fn fn, void *arg)
 {
 	struct dir_segs *s = d->segs;
 	size_t pl = strlen(prefix);
 	int rc = 0;
 
-	memset(out, 0, sizeof(*out));
 	if (!s)
 		return 0;
 	pthread_mutex_lock(&s->lock);
@@ -691,24 +668,11 @@ int dir_seg_collect(struct dir_store *d, const char *prefix, const char *after,
 			snprintf(key, sizeof(key), "%s/%016" PRIx64, ch->prefix, slot);
 			if (strncmp(key, prefix, pl) || (after && strcmp(key, after) <= 0))
 				continue;
-			rc = keys_push(out, key, e->len);
+			rc = fn(arg, key, e->len);
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (rc) {
-		dir_seg_keys_free(out);
-		return rc;
-	}
-	qsort(out->v, out->n, sizeof(*out->v), key_cmp);
-	return 0;
-}
-
-void dir_seg_keys_free(struct dir_seg_keys *k)
-{
-	for (size_t i = 0; i < k->n; i++)
-		free(k->v[i].key);
-	free(k->v);
-	memset(k, 0, sizeof(*k));
+	return rc;
 }
 
 /* -------------------------------------------------------- open, close */
@@ -855,12 +819,12 @@ int dir_segs_open(struct dir_store *d, bool write, uint64_t seg_size)
 	int dfd, rc;
 
 	if (write) {
-		if (mkdirat(d->root_fd, DIR_SEG, 0755) == 0) {
-			if (fsync(d->root_fd) < 0)
-				return dir_fail(d, "fsync root for", DIR_SEG, errno);
-		} else if (errno != EEXIST) {
+		/* Synced whether made now or found: a process that made it may
+		 * have crashed before its sync. */
+		if (mkdirat(d->root_fd, DIR_SEG, 0755) < 0 && errno != EEXIST)
 			return dir_fail(d, "mkdir", DIR_SEG, errno);
-		}
+		if (fsync(d->root_fd) < 0)
+			return dir_fail(d, "fsync root for", DIR_SEG, errno);
 	}
 	dfd = openat(d->root_fd, DIR_SEG, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
