@@ -190,7 +190,7 @@ static int start_class(struct star *st, unsigned cls)
 	cc.star = st->id;
 	cc.epoch = row.epoch;
 	cc.first_slot = 0;
-	cc.put_window = st->cfg.put_window, cc.group_commit = st->cfg.group_commit != 0;
+	cc.put_window = st->cfg.put_window; cc.group_commit = st->cfg.group_commit != 0;
 	cc.flight_max = st->cfg.flight_max;
 	cc.linger_ns = star_class_linger_ns(&st->cfg, cls);
 	cc.put_timeout_ns = st->cfg.put_timeout_ns;
