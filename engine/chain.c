@@ -19,6 +19,7 @@
 #include "src/base/crc32c.h"
 #include "src/base/endian.h"
 #include "src/base/failpoint.h"
+#include "src/base/lockcheck.h"
 #include "src/base/log.h"
 
 #include <assert.h>
@@ -108,11 +109,13 @@ static void seal_locked(struct chain *c)
 	pthread_cond_signal(&c->put_cond);
 }
 
-/* The sealing policy of chain.h, evaluated whenever it may have changed. */
-static void maybe_seal_locked(struct chain *c, uint64_t now)
+/* The sealing policy of chain.h, evaluated whenever it may have changed;
+ * flushed: a slot PUT just returned (group commit seals then). */
+static void maybe_seal_locked(struct chain *c, uint64_t now, bool flushed)
 {
 	struct flight *f = c->open;
 
+	NV_ASSERT_LOCKED(&c->lock);
 	if (!f || f->ndone == 0)
 		return;
 	if (f->bytes >= c->cfg.flight_max || f->nruns >= CHAIN_FLIGHT_STREAMS_MAX) {
@@ -122,6 +125,12 @@ static void maybe_seal_locked(struct chain *c, uint64_t now)
 	if (c->inflight == 0 && c->queued == 0) {
 		/* Idle: nothing to batch behind, seal at once. */
 		seal_locked(c);
+		return;
+	}
+	if (c->cfg.group_commit) {
+		/* Whoever arrived during the flush rides the next one. */
+		if (flushed && c->inflight + c->queued < c->cfg.put_window)
+			seal_locked(c);
 		return;
 	}
 	if (now >= f->first_admit_ns + c->cfg.linger_ns &&
@@ -137,8 +146,8 @@ static void *sealer_main(void *arg)
 	while (!c->stop_threads) {
 		uint64_t now = nv_now_mono_ns();
 
-		maybe_seal_locked(c, now);
-		if (c->open && c->open->ndone) {
+		maybe_seal_locked(c, now, false);
+		if (c->open && c->open->ndone && !c->cfg.group_commit) {
 			uint64_t due = c->open->first_admit_ns + c->cfg.linger_ns;
 			uint64_t wait = due > now ? due - now : c->cfg.linger_ns;
 			struct timespec ts = nv_mono_deadline(wait ? wait : NV_NS_PER_MS);
@@ -220,7 +229,7 @@ int chain_append(struct chain *c, struct nv_stream *s, const void *body, size_t 
 	c->open->tokens += tokens;
 	if (seqp)
 		*seqp = seq;
-	maybe_seal_locked(c, now);
+	maybe_seal_locked(c, now, false);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 refuse:
@@ -511,7 +520,7 @@ static void *worker_main(void *arg)
 			}
 		}
 		release_ready_locked(c);
-		maybe_seal_locked(c, nv_now_mono_ns());
+		maybe_seal_locked(c, nv_now_mono_ns(), true);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return NULL;

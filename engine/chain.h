@@ -4,8 +4,10 @@
  *
  * For: the append path.  Admission assigns each record its sequence
  * number and byte offset (contiguous per stream) and frames it into the
- * open flight; flights are sealed by size, by linger, or at once when the
- * chain is idle; up to put_window slot PUTs run at once; and
+ * open flight; flights are sealed by size, by linger (with group_commit:
+ * when a slot PUT returns, so whoever arrived during a flush rides the
+ * next one), or at once when the chain is idle; up to put_window slot
+ * PUTs run at once; and
  * acknowledgements are released strictly in slot order ("one flusher
  * owns order"): a flight is acked only when its slot and every lower slot
  * are durable.  Not for: what happens after release (engine/absorb.c).
@@ -44,6 +46,7 @@
 #ifndef NOVAFS_ENGINE_CHAIN_H
 #define NOVAFS_ENGINE_CHAIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +81,8 @@ struct chain_cfg {
 	uint64_t flight_max;      /* seal when a flight holds this many frame bytes
 				   * (or CHAIN_FLIGHT_STREAMS_MAX streams) */
 	uint64_t linger_ns;       /* seal this long after a flight's first record */
+	bool group_commit;        /* instead of linger: while a PUT is in flight, the
+				   * open flight seals when a PUT returns */
 	uint64_t put_timeout_ns;  /* give up on a slot (halt) after retrying this long */
 	struct bundle_enc_opts enc;
 	struct store *store;      /* borrowed for the chain's life */

@@ -13,6 +13,7 @@
  */
 #include "config.h"
 #include "engine/stack.h"
+#include "engine/store/dir.h"
 #include "engine/store/fault.h"
 #include "engine/store/set.h"
 #include "src/base/log.h"
@@ -22,6 +23,20 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The standard bucket at url: with slot_segments, a directory store is
+ * opened with its chain slots in segment files (engine/store/dir.h);
+ * every other URL as store_open() does. */
+static int open_standard(const struct stack_cfg *cfg, const char *url, struct store **out)
+{
+	struct dir_store_opts o = { .slot_segments = true };
+
+	if (cfg->slot_segments && !strncmp(url, "dir:/", 5))
+		return dir_store_open_opts(url + 4, &o, out);
+	if (cfg->slot_segments && url[0] == '/')
+		return dir_store_open_opts(url, &o, out);
+	return store_open(url, out);
+}
 
 /* The store with its express set and faults: 0 and *out, or the error
  * and why->part. */
@@ -35,7 +50,7 @@ static int open_store(const struct stack_cfg *cfg, struct store **out, struct st
 		snprintf(why->url, sizeof(why->url), "%s", cfg->store_url);
 	else
 		snprintf(why->url, sizeof(why->url), "dir:%s/objects", cfg->data_dir);
-	rc = store_open(why->url, &std);
+	rc = open_standard(cfg, why->url, &std);
 	if (rc)
 		return rc;
 	if (cfg->express_urls && *cfg->express_urls) {

@@ -45,6 +45,8 @@ struct stack_cfg {
 	const char *meta_check;   /* NULL or "off": none; "quick": refuse a
 				   * metastore whose kv_quick_check() finds
 				   * damage; "warn": log the damage, open anyway */
+	bool slot_segments;       /* a directory store (dir:/path or /path) keeps
+				   * chain slots in segment files (dir.h) */
 };
 
 /* The stack: the store every module writes through (router and faults

@@ -161,7 +161,7 @@ static int start_class(struct star *st, unsigned cls)
 	cc.star = st->id;
 	cc.epoch = row.epoch;
 	cc.first_slot = 0;
-	cc.put_window = st->cfg.put_window;
+	cc.put_window = st->cfg.put_window; cc.group_commit = st->cfg.group_commit != 0;
 	cc.flight_max = st->cfg.flight_max;
 	cc.linger_ns = star_class_linger_ns(&st->cfg, cls);
 	cc.put_timeout_ns = st->cfg.put_timeout_ns;
@@ -300,6 +300,7 @@ static int open_stack(struct star *st)
 		.data_dir = st->data_dir, .store_url = cfg->store_url, .location = cfg->location,
 		.express_urls = cfg->express_urls, .store_faults = cfg->store_faults,
 		.meta_url = cfg->meta_url, .meta_check = cfg->meta_check,
+		.slot_segments = cfg->slot_segments,
 	};
 	struct stack stk;
 	struct stack_failure why;

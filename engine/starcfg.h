@@ -47,6 +47,9 @@ struct star_cfg {
 	int64_t linger_class_ns[NV_CLASS_COUNT];
 	uint64_t put_timeout_ns;
 	unsigned put_window;
+	unsigned group_commit;     /* 1: chain_cfg.group_commit */
+	unsigned slot_segments;    /* 1: a directory store keeps chain slots in
+				    * segment files (engine/store/dir.h) */
 	unsigned chunk_kib;
 	int zstd_level;
 	unsigned prefetch_threads;

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 
 #include "engine/bundle.h"
 #include "engine/chain.h"
+#include "engine/store/dir/segfmt.h"
 #include "meta/chains.h"
 #include "meta/cursors.h"
 #include "meta/keys.h"
@@ -36,6 +38,7 @@
 #include "meta/streams.h"
 #include "meta/tuple.h"
 #include "src/base/buf.h"
+#include "src/base/crc32c.h"
 #include "src/base/endian.h"
 
 static const char *root;
@@ -470,6 +473,49 @@ static void gen_fence(void)
 	    "\0\0\0\0\0\0\0\0\0\0\0\0", (size_t)CHAIN_FENCE_SIZE, NULL);
 }
 
+/* A segment image of n records of the directory store (segfmt.h), as
+ * seg.c writes them: header, key, payload, zeros to 8 bytes.  Returns
+ * its size; buf has room for 4096 bytes. */
+static size_t segment_image(uint8_t *buf, unsigned n, bool dead_first)
+{
+	size_t off = 0;
+
+	memset(buf, 0, 4096);
+	for (unsigned i = 0; i < n; i++) {
+		char key[80], body[64];
+		size_t klen, len;
+		uint32_t crc;
+
+		klen = (size_t)snprintf(key, sizeof(key),
+					"chains/standard/s1/0000000000000001/%016x", i);
+		len = (size_t)snprintf(body, sizeof(body), "slot %u payload", i);
+		crc = dir_seg_encode_head(buf + off, key, klen, len);
+		memcpy(buf + off + DIR_SEG_HDR, key, klen);
+		memcpy(buf + off + DIR_SEG_HDR + klen, body, len);
+		dir_seg_set_data_crc(buf + off, nv_crc32c(crc, body, len));
+		if (dead_first && i == 0)
+			memcpy(buf + off + DIR_SEG_STATE_OFF, "DEAD", 4);
+		off += dir_seg_rec_size(klen, len);
+	}
+	return off;
+}
+
+static void gen_dir_segment(void)
+{
+	static uint8_t img[4096];
+	uint8_t fix0 = 0, fix1 = 1;
+	size_t n = segment_image(img, 3, false);
+
+	put("dir_segment", "three", &fix0, (size_t)1, img, n, NULL);
+	put("dir_segment", "three-zero-tail", &fix0, (size_t)1, img, n + 64, NULL);
+	put("dir_segment", "torn-last", &fix0, (size_t)1, img, n - 5, NULL);
+	img[40] ^= 0x10; /* a flipped key byte of the first record */
+	put("dir_segment", "flipped-fixed", &fix1, (size_t)1, img, n, NULL);
+	put("dir_segment", "flipped", &fix0, (size_t)1, img, n, NULL);
+	n = segment_image(img, 2, true);
+	put("dir_segment", "dead-first", &fix0, (size_t)1, img, n, NULL);
+}
+
 /* sel = name index << 2 | kind (0 root, 1 bucket, 2 stream): see
  * fuzz_xattr.c. */
 static void xattr(const char *name, unsigned sel, const char *value, size_t n)
@@ -659,6 +705,7 @@ int main(int argc, char **argv)
 	gen_tuples();
 	gen_rows();
 	gen_fence();
+	gen_dir_segment();
 	gen_xattr();
 	gen_api();
 	gen_options();

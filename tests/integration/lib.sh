@@ -448,11 +448,38 @@ nv_wait_settled() {
 	done
 }
 
-# nv_slot_files: the chain slot objects in the directory store, one a line.
-nv_slot_files() {
+# nv_slot_files: the chain slot objects in the directory store, one a line:
+# the slot files, and (-o slot_segments) the live records of the segment
+# files in $DATA/objects/#seg, named as the file of the same key would be
+# (engine/store/dir/segfmt.h: magic, state, key length, payload length;
+# checksums are not checked here).
+nv_slot_files() { nv_slot_files_unsorted | sort; }
+nv_slot_files_unsorted() {
 	if [ -d "$DATA/objects/chains" ]; then
-		find "$DATA/objects/chains" -type f ! -name '*#*' | sort
+		find "$DATA/objects/chains" -type f ! -name '*#*'
 	fi
+	[ -d "$DATA/objects/#seg" ] && python3 - "$DATA/objects" <<'PY'
+import os, struct, sys
+root = sys.argv[1]
+seg = os.path.join(root, "#seg")
+for name in sorted(os.listdir(seg)):
+    if not name.endswith(".seg"):
+        continue
+    try:
+        with open(os.path.join(seg, name), "rb") as f:
+            img = f.read()
+    except FileNotFoundError:
+        continue
+    off = 0
+    while off + 32 <= len(img):
+        magic, state, klen, ver, _, plen = struct.unpack_from("<IIHHIQ", img, off)
+        if magic != 0x5253564E or ver != 1 or klen == 0 or off + 32 + klen + plen > len(img):
+            break
+        if state != 0x44414544:
+            print(os.path.join(root, img[off + 32:off + 32 + klen].decode("ascii", "replace")))
+        off += (32 + klen + plen + 7) & ~7
+PY
+	return 0
 }
 
 # nv_no_slots: no chain slot object is left in the directory store.
@@ -606,6 +633,14 @@ nv_threads() {
 	awk '/^Threads:/ { print $2 }' "/proc/$1/status"
 }
 
+# nv_segments_opt: ",slot_segments=1" when NOVAFS_TEST_SEGMENTS=1 (run a
+# suite with chain slots in the directory store's segment files; tests
+# that look at slot files on disk then see none).
+nv_segments_opt() {
+	[ "${NOVAFS_TEST_SEGMENTS:-0}" = 1 ] && printf ',slot_segments=1'
+	return 0
+}
+
 # nv_spawn [OPTS]: start the daemon like nv_start but do not wait for the
 # mount (the daemon may die first: a failpoint).  Sets NV_PID.
 nv_spawn() {
@@ -614,9 +649,9 @@ nv_spawn() {
 	nv_is_mounted "$MNT" && fail "nv_spawn: $MNT is already mounted"
 	NV_INCARNATION=$((NV_INCARNATION + 1))
 	printf '==== %s: start #%d: -o data_dir=%s%s%s\n' "$(date +%T.%N)" \
-		"$NV_INCARNATION" "$DATA" "${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)" \
+		"$NV_INCARNATION" "$DATA" "${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)$(nv_segments_opt)" \
 		"${NOVAFS_FAILPOINTS:+ NOVAFS_FAILPOINTS=$NOVAFS_FAILPOINTS}" >> "$LOG"
-	nv_daemon_spawn "$MNT" "$LOG" "data_dir=$DATA${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)"
+	nv_daemon_spawn "$MNT" "$LOG" "data_dir=$DATA${NV_OPTS:+,$NV_OPTS}$(nv_store_opt)$(nv_segments_opt)"
 	NV_DAEMONS+=("$NV_PID")
 	nv_own "$NV_PID"
 	echo "$NV_PID" > "$NV_TMP/daemon.pid"

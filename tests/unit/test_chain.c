@@ -742,6 +742,46 @@ static void test_chain_linger_waits_for_window(void **state)
 	assert_int_equal(chain_next_slot(f->chain), 2);
 }
 
+/* Group commit: the records that arrive while a slot PUT is in flight
+ * are not sealed at linger (the window has room) but ride one flight,
+ * sealed when that PUT returns. */
+static void test_chain_group_commit(void **state)
+{
+	struct efx *f = *state;
+	struct efx_opts o;
+	struct nv_stream *s[3];
+	struct efx_rec *R;
+
+	efx_opts_default(&o);
+	o.linger_ns = 1 * NV_NS_PER_MS;
+	o.put_window = 4;
+	o.group_commit = true;
+	efx_start(f, &o);
+	R = efx_recs(f, 4);
+	s[0] = efx_stream(f, "x", -1);
+	s[1] = efx_stream(f, "y", -1);
+	s[2] = efx_stream(f, "z", -1);
+	gate_slot(f, 0);
+	append_async(f, s[0], 10, 0, &R[0]); /* idle: sealed at once, slot 0 */
+	wait_parked(f, 0);
+	append_async(f, s[1], 10, 1, &R[1]);
+	append_async(f, s[2], 10, 2, &R[2]);
+	append_async(f, s[0], 10, 3, &R[3]);
+	/* Twenty lingers later (the window has room), still one flight. */
+	{
+		struct timespec ts = { 0, 20L * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(flights(f), 1);
+	open_slot(f, 0);
+	wait_flights(f, 2);
+	must_done(f, 4);
+	assert_int_equal(chain_next_slot(f->chain), 2); /* all three in slot 1 */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(efx_rec_get(f, &R[i]).err, 0);
+}
+
 /* ===================================================== back-pressure */
 
 struct bg_append {
@@ -1177,6 +1217,7 @@ int main(void)
 		T(test_chain_ack_order_out_of_order_puts),
 		T(test_chain_ack_order_ladder),
 		T(test_chain_seal_idle_at_once),
+		T(test_chain_group_commit),
 		T(test_chain_seal_by_size),
 		T(test_chain_seal_by_linger),
 		T(test_chain_linger_waits_for_window),

@@ -112,6 +112,13 @@ static uint64_t dir_reserve(uint64_t total)
  * (logged, rate-limited). */
 static int dir_headroom(const struct dir_store *d, int fd, const char *key)
 {
+	return dir_headroom_for(d, fd, key, 0);
+}
+
+/* The same with need more bytes taken (a segment about to be allocated,
+ * seg.c). */
+int dir_headroom_for(const struct dir_store *d, int fd, const char *key, uint64_t need)
+{
 	static struct nv_ratelimit rl;
 	struct statvfs sv;
 	uint64_t total, avail, reserve;
@@ -121,7 +128,7 @@ static int dir_headroom(const struct dir_store *d, int fd, const char *key)
 	total = (uint64_t)sv.f_blocks * sv.f_frsize;
 	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
 	reserve = dir_reserve(total);
-	if (avail >= reserve)
+	if (avail >= reserve && avail - reserve >= need)
 		return 0;
 	nv_log_ratelimited(&rl, NV_ERR, NV_SUB_STORE,
 			   "dir:%s put %s: refused, %" PRIu64 " bytes free is below the %" PRIu64

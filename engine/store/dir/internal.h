@@ -4,7 +4,7 @@
  * store and upload structs, and the calls one file makes into another.
  * Included by those files only.
  *
- * The backend is the embedded default behind store.h, in four files:
+ * The backend is the embedded default behind store.h, in six files:
  *   files.c  errno translation, temp names, writes and copies, the
  *            synced set, walking/creating a key's directories, and
  *            publishing an object (dir_publish())
@@ -12,6 +12,9 @@
  *            the ops table, dir_store_open() and its scheme entry
  *   list.c   listing in byte order (dir_list())
  *   mpu.c    multipart uploads under ROOT/#mpu (dir_mpu_*())
+ *   seg.c    chain slot keys in segment files under ROOT/#seg when
+ *            dir_store_open_opts() asks (dir_seg_*(); its own invariants)
+ *   segfmt.c the segment record format and scanner (segfmt.h)
  *
  *
  * For: keeping objects as plain files under one root directory on a local
@@ -24,11 +27,13 @@
  *   ROOT/<dir>/<name>#tmp.P.N    a put in progress (process P, sequence N)
  *   ROOT/#mpu/<id>/part-NNNNN    the parts of multipart upload <id>
  *   ROOT/#mpu/<id>/part-NNNNN#tmp.P.N   a part being written
+ *   ROOT/#seg/NNNNNNNN.seg       a segment of chain slot records (seg.c)
  * '#' can never appear in a key (store.h invariant 5), so nothing of ours
  * can collide with an object, and list skips every name holding one.
  *
  * Invariants of the whole backend (the files cite them by number):
- *  1. An object appears only by link() (create-once) or rename() of a
+ *  1. An object (other than a slot in a segment: seg.c invariants 1-2
+ *     instead) appears only by link() (create-once) or rename() of a
  *     complete, fdatasync'd temporary file in the object's own directory,
  *     and a call returns success only after fsync of that directory; every
  *     directory a put creates (or loses a mkdir race for) is made durable
@@ -121,12 +126,22 @@
 #define DIR_RESERVE_MIN (8ull << 20)
 #define DIR_RESERVE_MAX (64ull << 20)
 
+struct dir_segs; /* seg.c: chain slots in segment files */
+
 struct dir_store {
 	char *root;  /* owned; absolute, no trailing '/' (except "/") */
 	int root_fd; /* owned; O_RDONLY|O_DIRECTORY */
 	pthread_mutex_t synced_lock;
 	struct u64map *synced; /* path hash -> (non-NULL marker); owned */
+	struct dir_segs *segs; /* owned; NULL: no ROOT/#seg (its own lock) */
 };
+
+/* ROOT/#seg holds the segment files (seg.c); a chain's first segment is
+ * DIR_SEG_FIRST bytes, each next one doubles up to the segment size
+ * (DIR_SEG_SIZE unless dir_store_open_opts() says otherwise). */
+#define DIR_SEG "#seg"
+#define DIR_SEG_FIRST (1ull << 20)
+#define DIR_SEG_SIZE (64ull << 20)
 
 /* One multipart upload.  Immutable after dir_mpu_create(). */
 struct dir_upload {
@@ -178,6 +193,34 @@ struct dir_put_ctx {
 };
 /* A dir_fill_fn writing a struct dir_put_ctx's iovec. */
 int dir_put_fill(void *arg, int fd);
+
+/* 0 while the file system of fd keeps the reserve free after need more
+ * bytes are taken, else -ENOSPC (logged).  files.c invariant 4. */
+int dir_headroom_for(const struct dir_store *d, int fd, const char *key, uint64_t need);
+
+/* --------------------------------------------------------------- seg.c */
+
+/* Open ROOT/#seg (made when write) and rebuild the index from every
+ * segment in it; with no #seg and !write, d->segs stays NULL.  0 or a
+ * store error (logged); dir_segs_close() frees a half-built index. */
+int dir_segs_open(struct dir_store *d, bool write, uint64_t seg_size);
+void dir_segs_close(struct dir_store *d);
+/* key is a chain slot key and slot puts go to segments. */
+bool dir_seg_wants(const struct dir_store *d, const char *key);
+/* The store ops for a slot key in segments; get and head answer -ENOENT
+ * for a key the index does not hold (the caller then tries files), del
+ * answers 0 for one. */
+int dir_seg_put(struct dir_store *d, const char *key, const struct iovec *iov,
+		int iovcnt, unsigned flags);
+int dir_seg_get(struct dir_store *d, const char *key, uint64_t off, size_t len,
+		void *dst, size_t *got);
+int dir_seg_head(struct dir_store *d, const char *key, uint64_t *size);
+int dir_seg_del(struct dir_store *d, const char *key);
+/* Call fn(arg, key, size) for every durable segment key under prefix
+ * and after after (NULL: all), in no order, with the index locked: fn
+ * must not call into the store.  0 or fn's first non-zero result. */
+int dir_seg_each(struct dir_store *d, const char *prefix, const char *after,
+		 store_list_fn fn, void *arg);
 
 /* -------------------------------------------------------------- ops.c */
 

@@ -6,8 +6,10 @@
  * are sorted with directory names compared as name + "/", so keys come
  * out in byte order without holding the whole tree (internal.h
  * invariant 4).
+ * Chain slots kept in segments (seg.c) are merged into the walk's keys
+ * in byte order (dir_seg_each(), sorted here).
  * Not for: anything that is no object: names holding '#' (temp files,
- * #mpu) and non-regular files are skipped.
+ * #mpu, #seg) and non-regular files are skipped.
  *
  * Invariants, here:
  *  1. Memory is the sorted names of the directories on the current path.
@@ -30,6 +32,9 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------- list */
+
+static int dir_walk(struct dir_store *d, const char *prefix, const char *start_after,
+		    store_list_fn fn, void *arg);
 
 struct dir_lister {
 	const struct dir_store *d;
@@ -225,11 +230,116 @@ out:
 	return rc;
 }
 
+/* The segment keys of a listing (seg.c), sorted. */
+struct dir_seg_key {
+	char *key;
+	uint64_t size;
+};
+struct dir_seg_keys {
+	struct dir_seg_key *v;
+	size_t n, cap;
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct dir_seg_key *)a)->key, ((const struct dir_seg_key *)b)->key);
+}
+
+static int keys_push(void *arg, const char *key, uint64_t size)
+{
+	struct dir_seg_keys *k = arg;
+
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 64;
+		struct dir_seg_key *p = realloc(k->v, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		k->v = p;
+		k->cap = cap;
+	}
+	if (!(k->v[k->n].key = strdup(key)))
+		return -ENOMEM;
+	k->v[k->n++].size = size;
+	return 0;
+}
+
+static void keys_free(struct dir_seg_keys *k)
+{
+	for (size_t i = 0; i < k->n; i++)
+		free(k->v[i].key);
+	free(k->v);
+}
+
+/* Keys of segments (seg.c) merged into the walk's, in byte order. */
+struct dir_merge {
+	struct dir_seg_keys k;
+	size_t i;
+	bool stopped; /* fn asked to stop, or failed */
+	store_list_fn fn;
+	void *arg;
+};
+
+/* Report the segment keys before key (and drop one equal to it: the
+ * file stands for both). */
+static int merge_upto(struct dir_merge *m, const char *key)
+{
+	while (m->i < m->k.n) {
+		const struct dir_seg_key *sk = &m->k.v[m->i];
+		int c = key ? strcmp(sk->key, key) : -1;
+		int rc;
+
+		if (c > 0)
+			return 0;
+		m->i++;
+		if (c == 0)
+			return 0;
+		rc = m->fn(m->arg, sk->key, sk->size);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int merge_fn(void *arg, const char *key, uint64_t size)
+{
+	struct dir_merge *m = arg;
+	int rc = merge_upto(m, key);
+
+	if (!rc)
+		rc = m->fn(m->arg, key, size);
+	m->stopped = rc != 0;
+	return rc;
+}
+
 int dir_list(void *be, const char *prefix, const char *start_after,
 	     store_list_fn fn, void *arg)
 {
+	struct dir_merge m = { .fn = fn, .arg = arg };
+	int rc = dir_seg_each(be, prefix, start_after, keys_push, &m.k);
+
+	if (rc < 0) {
+		keys_free(&m.k);
+		return rc;
+	}
+	if (m.k.n == 0) {
+		keys_free(&m.k);
+		return dir_walk(be, prefix, start_after, fn, arg);
+	}
+	qsort(m.k.v, m.k.n, sizeof(*m.k.v), key_cmp);
+	rc = dir_walk(be, prefix, start_after, merge_fn, &m);
+	if (rc == 0 && !m.stopped)
+		rc = merge_upto(&m, NULL);
+	keys_free(&m.k);
+	return rc > 0 ? 0 : rc;
+}
+
+/* The walk of the directory tree (invariants 1-3). */
+static int dir_walk(struct dir_store *d, const char *prefix, const char *start_after,
+		    store_list_fn fn, void *arg)
+{
 	struct dir_lister l = {
-		.d = be, .prefix = prefix, .plen = strlen(prefix),
+		.d = d, .prefix = prefix, .plen = strlen(prefix),
 		.after = start_after, .fn = fn, .arg = arg,
 	};
 	const char *slash = strrchr(prefix, '/');

@@ -5,8 +5,8 @@
  *
  * For: what each store.h call means in files, and the lifetime of struct
  * dir_store (making ROOT durable, sweeping stale uploads at open).
- * Not for: how an object is written (files.c dir_publish()), listing
- * (list.c), multipart (mpu.c).
+ * Not for: how an object is written (files.c dir_publish(), or seg.c
+ * for chain slots), listing (list.c), multipart (mpu.c).
  *
  * Invariants (internal.h 3, 6), here:
  *  1. Only regular files are objects: directories, symlinks and others
@@ -15,6 +15,10 @@
  *     missing key is no error.
  *  3. dir_store_open() makes every directory of ROOT it creates durable,
  *     and sweeps stale uploads before the store is used.
+ *  4. A key the segment index holds (seg.c) is answered from there; put
+ *     sends chain slot keys there when segments are on; get, head and
+ *     delete look in both, so a store written with segments on and off
+ *     reads the same.
  *
  * Locking: none here (struct dir_store is immutable but for the synced
  * set, files.c).
@@ -36,7 +40,13 @@ static int dir_put(void *be, const char *key, const struct iovec *iov,
 		   int iovcnt, unsigned flags)
 {
 	struct dir_put_ctx c = { be, key, iov, iovcnt };
+	uint64_t size;
 
+	if (dir_seg_wants(be, key))
+		return dir_seg_put(be, key, iov, iovcnt, flags);
+	/* A slot a segment holds (written while segments were on). */
+	if ((flags & STORE_CREATE_ONCE) && dir_seg_head(be, key, &size) == 0)
+		return -EEXIST;
 	return dir_publish(be, key, flags, dir_put_fill, &c);
 }
 
@@ -77,6 +87,10 @@ static int dir_get_range(void *be, const char *key, uint64_t off, size_t len,
 	int fd, rc = 0;
 
 	*got = 0;
+	rc = dir_seg_get(be, key, off, len, dst, got);
+	if (rc != -ENOENT)
+		return rc;
+	rc = 0;
 	fd = dir_open_object(d, key, &size);
 	if (fd < 0)
 		return fd;
@@ -112,6 +126,8 @@ static int dir_head(void *be, const char *key, uint64_t *size)
 	const struct dir_store *d = be;
 	struct stat st;
 
+	if (dir_seg_head(be, key, size) == 0)
+		return 0;
 	if (fstatat(d->root_fd, key, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return dir_missing(errno) ? -ENOENT : dir_fail(d, "stat", key, errno);
 	if (!S_ISREG(st.st_mode))
@@ -138,11 +154,13 @@ static void dir_prune(const struct dir_store *d, const char *key)
 
 static int dir_del(void *be, const char *const *keys, size_t n)
 {
-	const struct dir_store *d = be;
+	struct dir_store *d = be;
 
 	for (size_t i = 0; i < n; i++) {
-		int e;
+		int e = dir_seg_del(d, keys[i]);
 
+		if (e < 0)
+			return e;
 		if (unlinkat(d->root_fd, keys[i], 0) < 0) {
 			e = errno;
 			/* EISDIR: a directory is not an object, so the key
@@ -163,6 +181,7 @@ static void dir_close(void *be)
 
 	if (!d)
 		return;
+	dir_segs_close(d);
 	if (d->root_fd >= 0)
 		close(d->root_fd);
 	pthread_mutex_destroy(&d->synced_lock);
@@ -223,6 +242,12 @@ static int mkdir_root(char *root)
 
 int dir_store_open(const char *root, struct store **out)
 {
+	return dir_store_open_opts(root, NULL, out);
+}
+
+int dir_store_open_opts(const char *root, const struct dir_store_opts *o,
+			struct store **out)
+{
 	struct dir_store *d;
 	char *name = NULL;
 	size_t n;
@@ -262,6 +287,9 @@ int dir_store_open(const char *root, struct store **out)
 		goto fail;
 	}
 	dir_sweep_uploads(d);
+	rc = dir_segs_open(d, o && o->slot_segments, o ? o->segment_bytes : 0);
+	if (rc < 0)
+		goto fail;
 	name = malloc(n + sizeof("dir:"));
 	if (!name) {
 		rc = -ENOMEM;
