@@ -104,6 +104,10 @@
 #include "src/base/u64map.h"
 
 #define ERA_MARKERS_MAX 4096
+/* What the first walk of an era's collection keeps for the second
+ * (era.c "Collecting an era"): past this it walks again instead. */
+#define ERA_KEEP_MARKERS (2 * ERA_MARKERS_MAX)
+#define ERA_KEEP_STREAMS (256u * 1024)
 /* A residue stream past its age cap (its settle failed) is retried after
  * this long, not at every pass. */
 #define ERA_RETRY_NS (30ull * 1000000000ull)
@@ -143,6 +147,9 @@ struct era {
 	uint32_t waiting;      /* markers seen not ripe yet */
 	uint64_t oldest_birth; /* of every marker seen (UINT64_MAX: none) */
 	uint32_t warmed;       /* slots warmed */
+	uint32_t walks;        /* walks over the chain's markers (1, or 2 on overflow) */
+	uint32_t kept_streams; /* stream entries walk 1 kept */
+	bool keep_overflow;    /* walk 1 kept too much: walk 2 collects */
 	struct era_stream *streams;
 	uint32_t nstreams;
 	pthread_mutex_t lock;

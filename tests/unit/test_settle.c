@@ -51,6 +51,7 @@ static void era_open(struct st *t, uint64_t now, struct era *e)
 	settle_era_init(e, &t->cfg, &c, now);
 	assert_int_equal(settle_era_collect(e), 0);
 	assert_int_equal(e->state, ERA_COLLECTED);
+	assert_int_equal(e->walks, 1); /* the marker list is read once */
 	assert_int_equal(settle_era_judge(e), 0);
 	assert_int_equal(e->state, ERA_JUDGED);
 }
