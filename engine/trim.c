@@ -229,7 +229,46 @@ static int collect_row(void *arg, const struct meta_ref *r)
 	for (uint32_t i = 0; i < r->nobjs; i++)
 		if (meta_ref_add_obj(c, &r->objs[i]))
 			return -ENOMEM;
+	/* A deleted stream's span ref: its first slot finds its batch's
+	 * marker (ripen_deleted()). */
+	if (a->s.deleted_ns && r->kind == META_REF_SPAN && r->nslots &&
+	    meta_ref_add_slot(c, &r->slots[0]))
+		return -ENOMEM;
 	return a->n >= 256 ? 1 : 0; /* a page at a time */
+}
+
+/*
+ * A deleted stream's part of the batch marker under each of its span
+ * refs ripens now, before the refs go: the next era judges the stream
+ * deleted and resolves its part without a byte staged (settlement.txt),
+ * so the slots become deletable once no live stream needs them, not at
+ * the batch's age cap.  Without this a marker whose settle had failed
+ * (say, on a full disk) would wait for its cap, holding every slot from
+ * it up.  Best effort: a marker resolved meanwhile is fine; an error
+ * leaves it to its cap, as before.
+ */
+static void ripen_deleted(const struct stream_rc *a, uint64_t id)
+{
+	unsigned ripened = 0;
+
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct meta_ref *r = &a->rows[i];
+		int rc;
+
+		if (r->kind != META_REF_SPAN || !r->nslots)
+			continue;
+		rc = meta_marker_ripen(a->cfg->kv, r->cls, r->star, r->epoch, r->slots[0].slot, id,
+				       a->now);
+		if (rc == 1)
+			ripened++;
+		else if (rc < 0 && rc != -ENOENT)
+			nv_log(NV_WARN, NV_SUB_TRIM, "stream %llu (deleted): the marker of slot %llu "
+			       "not ripened (%s); it waits for its age cap", (unsigned long long)id,
+			       (unsigned long long)r->slots[0].slot, strerror(-rc));
+	}
+	if (ripened)
+		nv_log(NV_INFO, NV_SUB_TRIM, "stream %llu (deleted): %u batch marker(s) ripened",
+		       (unsigned long long)id, ripened);
 }
 
 /* The catalog row holding the trim point: objects wholly below it go,
@@ -310,6 +349,8 @@ static int reclaim_stream(void *arg, uint64_t id)
 		rc = meta_ref_list(a->cfg->kv, id, 0, 0, collect_row, a);
 		if (rc || a->n == 0)
 			break;
+		if (deleted)
+			ripen_deleted(a, id);
 		t = kv_txn_new();
 		if (!t) {
 			rc = -ENOMEM;

@@ -13,8 +13,11 @@
  *
  * Reclamation: the queue of replaced settled objects (meta/cursors.h) is
  * deleted when due; a deleted stream's rows and settled objects go after
- * the grace; a trimmed stream's rows and objects wholly below its trim
- * point go (objects after the grace).
+ * the grace, and first its part of the batch markers under its span refs
+ * ripens (the next era resolves it without a byte, so its slots go once
+ * no live stream needs them, not at the batches' age cap); a trimmed
+ * stream's rows and objects wholly below its trim point go (objects
+ * after the grace).
  *
  * Invariants:
  *  1. A slot is deleted only when no marker stands at or below it and the
