@@ -143,6 +143,8 @@ def load(d, secs, state):
     worst = {"excess": -1e18}
     s0 = None
     late = 0.0  # the sampler's worst lateness: how starved the machine is
+    era_s = 0.0
+    seen = []
     try:
         while time.monotonic() - t0 < secs:
             before = time.monotonic()
@@ -157,6 +159,10 @@ def load(d, secs, state):
             el = time.monotonic() - s0[0]
             # One era's time: a ripe round waits for at most one pass of
             # every chain's eras (settle_pass_ms_max) to reach its turn.
+            # The gauges grow only when a pass ends, so the bound is
+            # applied after the run with the longest seen (a long era of
+            # another chain on a slow store delays the hot round while it
+            # runs, before the gauge shows it).
             era_s = max(st["settle_era_ms_max"], st.get("settle_pass_ms_max", 0)) / 1000.0
             unsettled = (seq - settled) * HOT_REC
             bound = MIB + HOT_RATE * (1.5 + 0.2 + era_s + 2.0 + late)
@@ -170,16 +176,21 @@ def load(d, secs, state):
                       "spans_bound": int(spans_bound), "era_ms_max": st["settle_era_ms_max"],
                       "late_s": round(late, 2)}
             print("sample " + json.dumps(sample), flush=True)
-            ex = max(unsettled - bound, (st["slots_live"] - slots_bound) * HOT_REC if el > 3 else -1,
+            ex = max((st["slots_live"] - slots_bound) * HOT_REC if el > 3 else -1,
                      (lay["span_refs"] - spans_bound) * HOT_REC if el > 3 else -1)
-            if ex > worst["excess"]:
-                worst = dict(sample, excess=ex)
+            seen.append((sample, ex))
     except OSError as e:
         worst["gone"] = str(e)
     finally:
         stop.set()
         for t in th:
             t.join()
+    bound = MIB + HOT_RATE * (1.5 + 0.2 + era_s + 2.0 + late)
+    for sample, ex in seen:
+        sample["bound"] = int(bound)
+        ex = max(ex, sample["unsettled"] - bound)
+        if ex > worst["excess"]:
+            worst = dict(worst, **sample, excess=ex)
     res = {"acked": {k: v for k, v in out.items() if k != "error"}, "worst": worst}
     if "error" in out:
         res["error"] = out["error"]
@@ -283,13 +294,22 @@ for nm, acked in res["acked"].items():
 EOF
 }
 
+# note_pass: PASS_MS, the longest settle pass seen by any incarnation
+# of the daemon so far (the gauge starts again at 0 after a restart, and
+# grows only once a pass ends: the first pass after a recovery, on a slow
+# store, is as long as the longest before it).
+PASS_MS=0
+note_pass() {
+	local p
+	p=$(nv_stat settle_pass_ms_max)
+	((p <= PASS_MS)) || PASS_MS=$p
+}
+
 # stall_s CAP_S: how long a settle wait may see no progress: the class's
 # age cap, the linger, an audit interval, two of the longest settle
-# passes seen so far (a round waits for its turn, then runs) and 3 s.
+# passes seen (a round waits for its turn, then runs) and 3 s.
 stall_s() {
-	local pass_ms
-	pass_ms=$(nv_stat settle_pass_ms_max)
-	awk -v c="$1" -v l="$LINGER_S" -v a="$AUDIT_S" -v p="$pass_ms" \
+	awk -v c="$1" -v l="$LINGER_S" -v a="$AUDIT_S" -v p="$PASS_MS" \
 		'BEGIN { printf "%.1f", c + l + a + 2 * p / 1000 + 3 }'
 }
 
@@ -307,6 +327,7 @@ await_progress() {
 			best=$left
 			tbest=$EPOCHREALTIME
 		fi
+		note_pass
 		stall=$(stall_s "$cap")
 		awk -v a="$tbest" -v b="$EPOCHREALTIME" -v s="$stall" 'BEGIN { exit !(b - a > s) }' &&
 			fail "$what: no progress for ${stall} s ($best left)"
@@ -350,15 +371,16 @@ hot0=$(python3 "$NV_TMP/mixed.py" records "$MNT/std" hot)
 hot_want=$((hot0 + 6 * 32)) # 32 records of 64 KiB a second
 nv_await 120 "the load to write 6 s of the hot stream" \
 	eval '(($(python3 "$NV_TMP/mixed.py" records "$MNT/std" hot) >= hot_want))'
+note_pass
 nv_crash
 wait "$loadpid" || fail "load (crashed) failed: $(tail -5 "$NV_TMP/samples")"
 nv_start
 t_mount=$EPOCHREALTIME
 check_acked
 say "express streams: recovered batches ripen at the express cap (4 s), not the standard 30 s"
-# The stall allowed stays below the standard cap (30 s) on a machine
-# whose settle passes take under 8 s: recovered express batches held to
-# the standard cap (the old bug) fail it.
+# The stall allowed stays below the standard cap (30 s) where settle
+# passes take under 11 s (the directory store: under 1 s): recovered
+# express batches held to the standard cap (the old bug) fail it.
 await_progress "the express streams to settle after recovery" "$XP_CAP_S" 120 \
 	python3 "$NV_TMP/mixed.py" unsettled "$MNT/xp" "${XP[@]}"
 say "ok: express streams settled $(awk -v a="$t_mount" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s after the mount"
