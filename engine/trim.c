@@ -34,9 +34,10 @@ static int any_marker(void *arg, const struct meta_marker *m)
 	return 1;
 }
 
-/* Delete slots [from, to) of a chain, DELETE_BATCH keys a request. */
+/* Delete slots [from, to) of a chain, DELETE_BATCH keys a request;
+ * *reached: where the deleted run ends (to, unless it stopped early). */
 static int delete_slots(const struct trim_cfg *cfg, const struct meta_chain *c, uint64_t from,
-			uint64_t to)
+			uint64_t to, uint64_t *reached)
 {
 	char (*keys)[CHAIN_KEY_MAX] = malloc(DELETE_BATCH * sizeof(*keys));
 	const char **ptrs = malloc(DELETE_BATCH * sizeof(*ptrs));
@@ -47,6 +48,7 @@ static int delete_slots(const struct trim_cfg *cfg, const struct meta_chain *c, 
 		free(ptrs);
 		return -ENOMEM;
 	}
+	*reached = from;
 	while (!rc && from < to) {
 		size_t n = 0;
 
@@ -59,8 +61,10 @@ static int delete_slots(const struct trim_cfg *cfg, const struct meta_chain *c, 
 			ptrs[n] = keys[n];
 		}
 		rc = store_delete(cfg->store, ptrs, n);
-		if (!rc)
+		if (!rc) {
 			NV_STAT_ADD(cfg->stats, slots_deleted, n);
+			*reached = from;
+		}
 	}
 	free(keys);
 	free(ptrs);
@@ -95,13 +99,28 @@ static int retire_chain(const struct trim_cfg *cfg, const struct meta_chain *c, 
 	return rc;
 }
 
+/* Write cur (read at *curver) back; *curver gets the new version. */
+static int put_cursors(const struct trim_cfg *cfg, const struct meta_cursors *cur,
+		       uint64_t *curver)
+{
+	struct kv_txn *t = kv_txn_new();
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	rc = meta_cursors_txn_put(t, cur, *curver);
+	if (!rc)
+		rc = kv_txn_commit(cfg->kv, t, curver);
+	kv_txn_free(t);
+	return rc;
+}
+
 int trim_chain(const struct trim_cfg *cfg, unsigned cls, const char *star, uint64_t epoch,
 	       uint64_t now_ns)
 {
 	struct meta_chain c;
 	struct meta_cursors cur, was;
-	uint64_t cver, curver, first;
-	struct kv_txn *t;
+	uint64_t cver, curver, first, reached;
 	int rc, changed = 0;
 
 	/* The chain row first, then the markers: a batch committed in
@@ -122,11 +141,18 @@ int trim_chain(const struct trim_cfg *cfg, unsigned cls, const char *star, uint6
 		cur.rewritten = first;
 	if (cur.grace_target > cur.trimmed && now_ns >= cur.grace_since_ns + cfg->read_grace_ns) {
 		/* The grace has passed: retire [trimmed, grace_target). */
+		reached = cur.trimmed;
 		rc = NV_FP("trim.before_delete");
 		if (!rc)
-			rc = delete_slots(cfg, &c, cur.trimmed, cur.grace_target);
+			rc = delete_slots(cfg, &c, cur.trimmed, cur.grace_target, &reached);
 		if (!rc)
 			rc = NV_FP("trim.after_delete");
+		if (rc == -ESHUTDOWN && reached > cur.trimmed) {
+			/* Stopping between requests: record what went, so a
+			 * clean stop leaves trimmed where the slots start. */
+			cur.trimmed = reached;
+			(void)put_cursors(cfg, &cur, &curver);
+		}
 		if (rc)
 			return rc;
 		nv_log(NV_DEBUG, NV_SUB_TRIM, "%s/%s epoch %llu: slots [%llu, %llu) deleted",
@@ -140,13 +166,7 @@ int trim_chain(const struct trim_cfg *cfg, unsigned cls, const char *star, uint6
 		cur.grace_since_ns = now_ns;
 	}
 	if (memcmp(&cur, &was, sizeof(cur))) {
-		t = kv_txn_new();
-		if (!t)
-			return -ENOMEM;
-		rc = meta_cursors_txn_put(t, &cur, curver);
-		if (!rc)
-			rc = kv_txn_commit(cfg->kv, t, &curver);
-		kv_txn_free(t);
+		rc = put_cursors(cfg, &cur, &curver);
 		if (rc)
 			return rc;
 		changed = 1;

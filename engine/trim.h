@@ -23,7 +23,8 @@
  *  1. A slot is deleted only when no marker stands at or below it and the
  *     read grace has passed since that was first seen (DESIGN.md 4.5).
  *  2. trimmed only grows; a crash between deleting slots and recording it
- *     re-deletes (deleting a missing object is not an error).
+ *     re-deletes (deleting a missing object is not an error); a stop
+ *     between two delete requests records how far the deletion got.
  */
 #ifndef NOVAFS_ENGINE_TRIM_H
 #define NOVAFS_ENGINE_TRIM_H

@@ -296,6 +296,48 @@ static void test_trim_reclaims_settled_objects(void **state)
 	fetch_cache_free(t.fc);
 }
 
+static int cancel_calls;
+
+/* True from the second call on: one delete request goes, then the star
+ * stops. */
+static bool after_one(void *arg)
+{
+	(void)arg;
+	return ++cancel_calls > 1;
+}
+
+/* The star stops between two delete requests: the trimmed cursor
+ * records the slots the first one deleted (the old code left it where
+ * it was, below slots already gone, which fsck reports), and the next
+ * run deletes the rest. */
+static void test_trim_stop_records_progress(void **state)
+{
+	struct tt t;
+	struct nv_stream *a;
+	uint64_t t0 = 1000 * NV_NS_PER_S;
+	const unsigned n = 1005; /* two delete requests of at most 1000 keys */
+
+	tt_start(*state, &t);
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, n, 10);
+	t.scfg.trigger_bytes = 1;
+	tt_settle(&t, NOW_ALL);
+	assert_int_equal(efx_count_space(t.f->kv, "mrk"), 0);
+	assert_int_equal(tt_trim(&t, t0), 1);
+	expect_cursors(&t, 0, n, n);
+	cancel_calls = 0;
+	t.cfg.cancelled = after_one;
+	assert_int_equal(tt_trim(&t, t0 + GRACE), -ESHUTDOWN);
+	expect_cursors(&t, 1000, n, n);
+	assert_false(slot_exists(&t, 999));
+	assert_true(slot_exists(&t, 1000));
+	t.cfg.cancelled = NULL;
+	assert_int_equal(tt_trim(&t, t0 + GRACE), 1);
+	expect_cursors(&t, n, n, n);
+	assert_false(slot_exists(&t, n - 1));
+	fetch_cache_free(t.fc);
+}
+
 /* A deleted stream's batches waiting for their age cap (their settle
  * left residue: below the trigger here, on a full disk in issue 12 item
  * 9) ripen when its history is reclaimed: the next era resolves them
@@ -349,6 +391,7 @@ int main(void)
 		T(test_trim_reclaims_span_refs),
 		T(test_trim_reclaims_settled_objects),
 		T(test_trim_deleted_stream_frees_slots),
+		T(test_trim_stop_records_progress),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
