@@ -146,6 +146,7 @@ def load(d, secs, state):
     late = 0.0  # the sampler's worst lateness: how starved the machine is
     era_s = 0.0
     seen = []
+    health = {"waiting": 0, "oldest_std_ms": 0, "oldest_xp_ms": 0}
     try:
         while time.monotonic() - t0 < secs:
             before = time.monotonic()
@@ -154,6 +155,9 @@ def load(d, secs, state):
             st = stats(root)
             if s0 is None:
                 s0 = (time.monotonic(), st)
+            health["waiting"] = max(health["waiting"], st["settle_markers_waiting"])
+            health["oldest_std_ms"] = max(health["oldest_std_ms"], st["settle_oldest_standard_ms"])
+            health["oldest_xp_ms"] = max(health["oldest_xp_ms"], st["settle_oldest_express_ms"])
             seq = xint(hot, "user.nova.seq")
             settled = xint(hot, "user.nova.settled")
             lay = json.loads(os.getxattr(hot, "user.nova.layout").decode())
@@ -204,7 +208,9 @@ def load(d, secs, state):
         ex = max(ex, sample["unsettled"] - bound)
         if ex > worst["excess"]:
             worst = dict(worst, **sample, excess=ex)
-    res = {"acked": {k: v for k, v in out.items() if k != "error"}, "worst": worst}
+    res = {"acked": {k: v for k, v in out.items() if k != "error"}, "worst": worst,
+           "health": health, "secs": round(time.monotonic() - t0, 2),
+           "era_s": round(era_s, 2)}
     if "error" in out:
         res["error"] = out["error"]
     with open(state, "a") as f:
@@ -293,6 +299,26 @@ if w.get("excess", 0) > 0:
 EOF
 }
 
+# check_health: what user.nova.stats said of settlement's health during
+# phase 1 (nothing before it): thousands of markers waited (the trickles'
+# batches, for the standard cap), the oldest standard batch grew with the
+# run but never beyond it, and the oldest express one stayed within the
+# express cap plus the eras' time and 3 s.
+check_health() {
+	python3 - "$NV_TMP/state" "$XP_CAP_S" <<'EOF' || fail "settlement's health in user.nova.stats is off"
+import json, sys
+res = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+h, secs, era_s, cap = res["health"], res["secs"], res["era_s"], float(sys.argv[2])
+print("health: %s over %.1f s (eras %.1f s)" % (json.dumps(h), secs, era_s))
+if h["waiting"] < 100:
+    sys.exit("settle_markers_waiting peaked at %d" % h["waiting"])
+if not 5000 <= h["oldest_std_ms"] <= (secs + 1) * 1000:
+    sys.exit("settle_oldest_standard_ms peaked at %d in a %.1f s run" % (h["oldest_std_ms"], secs))
+if not 0 < h["oldest_xp_ms"] <= (cap + era_s + 3) * 1000:
+    sys.exit("settle_oldest_express_ms peaked at %d (cap %.0f s)" % (h["oldest_xp_ms"], cap))
+EOF
+}
+
 # check_acked: every stream holds at least what its writer saw acknowledged.
 check_acked() {
 	python3 - "$NV_TMP/state" "$MNT" <<'EOF' || fail "an acknowledged record is missing"
@@ -371,6 +397,7 @@ say "phase 1: hot stream beside 30 trickling streams, 24 s"
 python3 "$NV_TMP/mixed.py" load "$MNT" 24 "$NV_TMP/state" >> "$NV_TMP/samples" 2>&1 ||
 	fail "load: $(tail -5 "$NV_TMP/samples")"
 check_load "phase 1"
+check_health
 check_acked
 verify_all "phase 1"
 
