@@ -45,7 +45,11 @@
  *  2. A temporary file lives in the directory its object will live in, so
  *     the final link/rename never crosses directories, and its presence
  *     keeps that directory non-empty: delete's rmdir cannot pull the
- *     directory away from a put that has created its temp file.
+ *     directory away from a put that has created its temp file.  The one
+ *     exception is a multipart upload's data file (mpu.c), linked from
+ *     ROOT/#mpu/<id>/ into the object's directory: a delete may remove
+ *     that directory between the walk and the link (ENOENT), and the
+ *     complete walks again (invariant 3).
  *  3. Delete removes emptied directories bottom-up, never ROOT.  A put
  *     that finds a directory of its path gone (ENOENT while walking or
  *     creating the temp file) re-creates the path and retries, at most
