@@ -400,6 +400,25 @@ static void publish_view(struct auditor *a, const struct pass_view *pv)
 	NV_STAT_SET(st, settle_backoff_ms, longest / NV_NS_PER_MS);
 }
 
+/* The gauges from what the chains' last settle calls saw (views[i] of
+ * p->chains[i]). */
+static void pass_view_publish(struct auditor *a, const struct pass *p,
+			      const struct settle_view *views)
+{
+	struct pass_view pv = { 0 };
+
+	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
+		pv.oldest[cls] = UINT64_MAX;
+	for (size_t i = 0; i < p->n; i++) {
+		unsigned cls = p->chains[i].cls;
+
+		pv.waiting += views[i].waiting;
+		if (cls < NV_CLASS_COUNT && views[i].oldest_birth < pv.oldest[cls])
+			pv.oldest[cls] = views[i].oldest_birth;
+	}
+	publish_view(a, &pv);
+}
+
 /* One era on chain c, unless it is backing off; *sv gets what the call
  * saw (unchanged when it did not run).  Returns 1 when another era may
  * be due. */
@@ -454,15 +473,12 @@ static void reclaim(struct auditor *a)
 static void settle_pass(struct auditor *a)
 {
 	struct pass p = { .a = a };
-	struct pass_view pv = { 0 };
 	uint64_t now = nv_now_wall_ns(), t0 = nv_now_mono_ns();
 	int rc = meta_chain_list(a->cfg.recover.kv, collect_all, &p);
 	bool *more = calloc(p.n ? p.n : 1, sizeof(*more));
 	struct settle_view *views = calloc(p.n ? p.n : 1, sizeof(*views));
 	uint64_t *idle_since = calloc(p.n ? p.n : 1, sizeof(*idle_since)); /* mono; 0: not idle */
 
-	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++)
-		pv.oldest[cls] = UINT64_MAX;
 	for (size_t i = 0; views && i < p.n; i++)
 		views[i].oldest_birth = UINT64_MAX;
 	if (!more || !views || !idle_since)
@@ -494,15 +510,12 @@ static void settle_pass(struct auditor *a)
 				idle_since[i] = nv_now_mono_ns();
 			}
 		}
+		/* The gauges after every round, not only after the pass: on
+		 * a slow store a pass of many rounds lasts tens of seconds. */
+		if (!rc)
+			pass_view_publish(a, &p, views);
 		if (!any)
 			break;
-	}
-	for (size_t i = 0; !rc && i < p.n; i++) {
-		unsigned cls = p.chains[i].cls;
-
-		pv.waiting += views[i].waiting;
-		if (cls < NV_CLASS_COUNT && views[i].oldest_birth < pv.oldest[cls])
-			pv.oldest[cls] = views[i].oldest_birth;
 	}
 	for (size_t i = 0; !rc && i < p.n && !stopping(a); i++) {
 		const struct meta_chain *c = &p.chains[i];
@@ -522,6 +535,8 @@ static void settle_pass(struct auditor *a)
 					   nv_class_name(c->cls), c->star,
 					   (unsigned long long)c->epoch, strerror(-t));
 	}
+	if (!rc)
+		pass_view_publish(a, &p, views);
 	free(more);
 	free(views);
 	free(idle_since);
@@ -530,7 +545,6 @@ static void settle_pass(struct auditor *a)
 		NV_STAT_SET(a->cfg.settle.stats, settle_pass_ms_max,
 			    (nv_now_mono_ns() - t0) / NV_NS_PER_MS);
 	if (!rc) {
-		publish_view(a, &pv);
 		reclaim(a);
 	} else {
 		nv_log_ratelimited(&list_rl, NV_WARN, NV_SUB_SETTLE,

@@ -25,9 +25,10 @@
  *            part otherwise); objects cut at output_cap; each carries its
  *            own footer; published create-once, adopting an existing
  *            object (a lost race, or an earlier run) by reading its footer
- *   commit   one CAS turns the row at the window's start (the span ref,
- *            or the catalog row holding the tail object) into the catalog
- *            row covering the window, queueing the replaced tail object
+ *   commit   non-pivot catalog rows first (a window of more objects than
+ *            one row holds), then one CAS turns the row at the window's
+ *            start (the span ref, or the catalog row holding the tail
+ *            object) into the catalog row covering it, queueing the replaced tail object
  *            for reclamation after the read grace; then the window's other
  *            span refs are deleted in ascending order
  *   resolve  markers whose streams all settled are deleted; the others
@@ -48,8 +49,10 @@
  *     and their slots serve every byte.
  *  2. A stream settles in seq order: its window settles only when every
  *     row before it is a catalog row (or trimmed away), so a stream has at
- *     most one sub-cap object, its last (per catalog row: a row full of
- *     objects starts a new one).
+ *     most one sub-cap object, its last (the tail is extended however
+ *     full its catalog row is: objects beyond a row's META_REF_OBJS_MAX
+ *     go into non-pivot rows, written before the CAS, engine/settle/
+ *     commit.c invariant 3).
  *  3. Every step re-runs to the same result after a crash: object keys
  *     are derived, publication is create-once with adoption, the CAS
  *     decides once, deletions and marker resolution are idempotent.

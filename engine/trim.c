@@ -34,9 +34,10 @@ static int any_marker(void *arg, const struct meta_marker *m)
 	return 1;
 }
 
-/* Delete slots [from, to) of a chain, DELETE_BATCH keys a request. */
+/* Delete slots [from, to) of a chain, DELETE_BATCH keys a request;
+ * *reached: where the deleted run ends (to, unless it stopped early). */
 static int delete_slots(const struct trim_cfg *cfg, const struct meta_chain *c, uint64_t from,
-			uint64_t to)
+			uint64_t to, uint64_t *reached)
 {
 	char (*keys)[CHAIN_KEY_MAX] = malloc(DELETE_BATCH * sizeof(*keys));
 	const char **ptrs = malloc(DELETE_BATCH * sizeof(*ptrs));
@@ -47,6 +48,7 @@ static int delete_slots(const struct trim_cfg *cfg, const struct meta_chain *c, 
 		free(ptrs);
 		return -ENOMEM;
 	}
+	*reached = from;
 	while (!rc && from < to) {
 		size_t n = 0;
 
@@ -59,8 +61,10 @@ static int delete_slots(const struct trim_cfg *cfg, const struct meta_chain *c, 
 			ptrs[n] = keys[n];
 		}
 		rc = store_delete(cfg->store, ptrs, n);
-		if (!rc)
+		if (!rc) {
 			NV_STAT_ADD(cfg->stats, slots_deleted, n);
+			*reached = from;
+		}
 	}
 	free(keys);
 	free(ptrs);
@@ -95,13 +99,28 @@ static int retire_chain(const struct trim_cfg *cfg, const struct meta_chain *c, 
 	return rc;
 }
 
+/* Write cur (read at *curver) back; *curver gets the new version. */
+static int put_cursors(const struct trim_cfg *cfg, const struct meta_cursors *cur,
+		       uint64_t *curver)
+{
+	struct kv_txn *t = kv_txn_new();
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	rc = meta_cursors_txn_put(t, cur, *curver);
+	if (!rc)
+		rc = kv_txn_commit(cfg->kv, t, curver);
+	kv_txn_free(t);
+	return rc;
+}
+
 int trim_chain(const struct trim_cfg *cfg, unsigned cls, const char *star, uint64_t epoch,
 	       uint64_t now_ns)
 {
 	struct meta_chain c;
 	struct meta_cursors cur, was;
-	uint64_t cver, curver, first;
-	struct kv_txn *t;
+	uint64_t cver, curver, first, reached;
 	int rc, changed = 0;
 
 	/* The chain row first, then the markers: a batch committed in
@@ -122,11 +141,18 @@ int trim_chain(const struct trim_cfg *cfg, unsigned cls, const char *star, uint6
 		cur.rewritten = first;
 	if (cur.grace_target > cur.trimmed && now_ns >= cur.grace_since_ns + cfg->read_grace_ns) {
 		/* The grace has passed: retire [trimmed, grace_target). */
+		reached = cur.trimmed;
 		rc = NV_FP("trim.before_delete");
 		if (!rc)
-			rc = delete_slots(cfg, &c, cur.trimmed, cur.grace_target);
+			rc = delete_slots(cfg, &c, cur.trimmed, cur.grace_target, &reached);
 		if (!rc)
 			rc = NV_FP("trim.after_delete");
+		if (rc == -ESHUTDOWN && reached > cur.trimmed) {
+			/* Stopping between requests: record what went, so a
+			 * clean stop leaves trimmed where the slots start. */
+			cur.trimmed = reached;
+			(void)put_cursors(cfg, &cur, &curver);
+		}
 		if (rc)
 			return rc;
 		nv_log(NV_DEBUG, NV_SUB_TRIM, "%s/%s epoch %llu: slots [%llu, %llu) deleted",
@@ -140,13 +166,7 @@ int trim_chain(const struct trim_cfg *cfg, unsigned cls, const char *star, uint6
 		cur.grace_since_ns = now_ns;
 	}
 	if (memcmp(&cur, &was, sizeof(cur))) {
-		t = kv_txn_new();
-		if (!t)
-			return -ENOMEM;
-		rc = meta_cursors_txn_put(t, &cur, curver);
-		if (!rc)
-			rc = kv_txn_commit(cfg->kv, t, &curver);
-		kv_txn_free(t);
+		rc = put_cursors(cfg, &cur, &curver);
 		if (rc)
 			return rc;
 		changed = 1;
@@ -229,7 +249,46 @@ static int collect_row(void *arg, const struct meta_ref *r)
 	for (uint32_t i = 0; i < r->nobjs; i++)
 		if (meta_ref_add_obj(c, &r->objs[i]))
 			return -ENOMEM;
+	/* A deleted stream's span ref: its first slot finds its batch's
+	 * marker (ripen_deleted()). */
+	if (a->s.deleted_ns && r->kind == META_REF_SPAN && r->nslots &&
+	    meta_ref_add_slot(c, &r->slots[0]))
+		return -ENOMEM;
 	return a->n >= 256 ? 1 : 0; /* a page at a time */
+}
+
+/*
+ * A deleted stream's part of the batch marker under each of its span
+ * refs ripens now, before the refs go: the next era judges the stream
+ * deleted and resolves its part without a byte staged (settlement.txt),
+ * so the slots become deletable once no live stream needs them, not at
+ * the batch's age cap.  Without this a marker whose settle had failed
+ * (say, on a full disk) would wait for its cap, holding every slot from
+ * it up.  Best effort: a marker resolved meanwhile is fine; an error
+ * leaves it to its cap, as before.
+ */
+static void ripen_deleted(const struct stream_rc *a, uint64_t id)
+{
+	unsigned ripened = 0;
+
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct meta_ref *r = &a->rows[i];
+		int rc;
+
+		if (r->kind != META_REF_SPAN || !r->nslots)
+			continue;
+		rc = meta_marker_ripen(a->cfg->kv, r->cls, r->star, r->epoch, r->slots[0].slot, id,
+				       a->now);
+		if (rc == 1)
+			ripened++;
+		else if (rc < 0 && rc != -ENOENT)
+			nv_log(NV_WARN, NV_SUB_TRIM, "stream %llu (deleted): the marker of slot %llu "
+			       "not ripened (%s); it waits for its age cap", (unsigned long long)id,
+			       (unsigned long long)r->slots[0].slot, strerror(-rc));
+	}
+	if (ripened)
+		nv_log(NV_INFO, NV_SUB_TRIM, "stream %llu (deleted): %u batch marker(s) ripened",
+		       (unsigned long long)id, ripened);
 }
 
 /* The catalog row holding the trim point: objects wholly below it go,
@@ -310,6 +369,8 @@ static int reclaim_stream(void *arg, uint64_t id)
 		rc = meta_ref_list(a->cfg->kv, id, 0, 0, collect_row, a);
 		if (rc || a->n == 0)
 			break;
+		if (deleted)
+			ripen_deleted(a, id);
 		t = kv_txn_new();
 		if (!t) {
 			rc = -ENOMEM;

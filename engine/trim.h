@@ -13,14 +13,18 @@
  *
  * Reclamation: the queue of replaced settled objects (meta/cursors.h) is
  * deleted when due; a deleted stream's rows and settled objects go after
- * the grace; a trimmed stream's rows and objects wholly below its trim
- * point go (objects after the grace).
+ * the grace, and first its part of the batch markers under its span refs
+ * ripens (the next era resolves it without a byte, so its slots go once
+ * no live stream needs them, not at the batches' age cap); a trimmed
+ * stream's rows and objects wholly below its trim point go (objects
+ * after the grace).
  *
  * Invariants:
  *  1. A slot is deleted only when no marker stands at or below it and the
  *     read grace has passed since that was first seen (DESIGN.md 4.5).
  *  2. trimmed only grows; a crash between deleting slots and recording it
- *     re-deletes (deleting a missing object is not an error).
+ *     re-deletes (deleting a missing object is not an error); a stop
+ *     between two delete requests records how far the deletion got.
  */
 #ifndef NOVAFS_ENGINE_TRIM_H
 #define NOVAFS_ENGINE_TRIM_H

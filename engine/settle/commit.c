@@ -17,6 +17,16 @@
  *  2. The covered span refs are deleted only after the CAS, ascending,
  *     each with its byte twin; a crash in between is resumed by
  *     settle_job_resume().
+ *  3. A window whose objects do not fit one catalog row (META_REF_OBJS_MAX)
+ *     gets several: the pivot row takes the first objects, each
+ *     non-pivot row the next META_REF_OBJS_MAX, keyed at its first
+ *     object's seq.  The non-pivot rows are written before the CAS
+ *     (settlement.txt: "the job creates any non-pivot catalog rows,
+ *     then compare-and-swaps"): they name published objects holding the
+ *     same bytes as the span refs under them, so a reader finds either.
+ *     One that replaced a span ref of the window ends a re-run's window
+ *     there (settle_job_load()), and settle_catalog_end() counts it, and
+ *     the rows after it, as settled.
  *
  * Threads: a job is its worker's own (job.h).
  */
@@ -30,30 +40,74 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* The catalog row covering the window, into j->row; sets j->pivot_seq. */
-static int build_row(struct settle_job *j)
+/* Row r (first_seq and first_byte set) takes o. */
+static int row_add(struct meta_ref *r, const struct meta_ref_obj *o)
+{
+	if (o->max_ts > r->max_ts)
+		r->max_ts = o->max_ts;
+	return meta_ref_add_obj(r, o);
+}
+
+/* A fresh catalog row of the job's stream starting at object o. */
+static void row_start(const struct settle_job *j, struct meta_ref *r,
+		      const struct meta_ref_obj *o)
+{
+	meta_ref_init(r);
+	r->stream_id = j->es->id;
+	r->kind = META_REF_CATALOG;
+	snprintf(r->bucket, sizeof(r->bucket), "%s", j->es->row.bucket);
+	r->first_seq = o->first_seq;
+	r->first_byte = o->first_byte;
+}
+
+/* Object o of the job's catalog rows: a full row ends where o starts
+ * and the next row (a non-pivot row, j->extra) starts with it. */
+static int rows_add(struct settle_job *j, const struct meta_ref_obj *o)
+{
+	struct meta_ref *last = j->nextra ? &j->extra[j->nextra - 1] : &j->row;
+
+	if (last->nobjs == META_REF_OBJS_MAX) {
+		struct meta_ref *p;
+
+		last->end_seq = o->first_seq;
+		last->end_byte = o->first_byte;
+		p = realloc(j->extra, (j->nextra + 1) * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		j->extra = p;
+		last = &j->extra[j->nextra++];
+		row_start(j, last, o);
+	}
+	return row_add(last, o);
+}
+
+/*
+ * The catalog rows covering the window: the pivot row into j->row (sets
+ * j->pivot_seq), and, when the window's objects do not fit one row, the
+ * non-pivot rows after it into j->extra, each full but the last (invariant
+ * 3).
+ */
+static int build_rows(struct settle_job *j)
 {
 	const struct window *w = &j->w;
 	const struct meta_ref *prev = &j->prev;
 	struct meta_ref *row = &j->row;
+	struct meta_ref *last;
 	int rc = 0;
 
 	row->stream_id = j->es->id;
 	row->kind = META_REF_CATALOG;
 	snprintf(row->bucket, sizeof(row->bucket), "%s", j->es->row.bucket);
-	row->end_seq = w->refs[w->n - 1].end_seq;
-	row->end_byte = w->refs[w->n - 1].end_byte;
-	row->max_ts = j->max_ts;
 	if (j->have_tail) {
 		j->pivot_seq = prev->first_seq;
 		row->first_seq = prev->first_seq;
 		row->first_byte = prev->first_byte;
-		if (prev->max_ts > row->max_ts)
-			row->max_ts = prev->max_ts;
+		row->max_ts = prev->max_ts;
 		for (uint32_t i = 0; !rc && i + 1 < prev->nobjs; i++)
-			rc = meta_ref_add_obj(row, &prev->objs[i]);
+			rc = row_add(row, &prev->objs[i]);
 	} else {
 		j->pivot_seq = w->refs[0].first_seq;
 		row->first_seq = w->refs[0].first_seq;
@@ -68,7 +122,29 @@ static int build_row(struct settle_job *j)
 			.max_ts = o->max_ts,
 		};
 
-		rc = meta_ref_add_obj(row, &ro);
+		rc = rows_add(j, &ro);
+	}
+	last = j->nextra ? &j->extra[j->nextra - 1] : row;
+	last->end_seq = w->refs[w->n - 1].end_seq;
+	last->end_byte = w->refs[w->n - 1].end_byte;
+	return rc;
+}
+
+/* The non-pivot rows, before the CAS (invariant 3): one transaction
+ * each (a row of META_REF_OBJS_MAX objects is a large value). */
+static int put_extra_rows(const struct settle_job *j)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; !rc && i < j->nextra; i++) {
+		struct kv_txn *t = kv_txn_new();
+
+		if (!t)
+			return -ENOMEM;
+		rc = meta_ref_txn_put(t, &j->extra[i]);
+		if (!rc)
+			rc = kv_txn_commit(j->e->cfg->kv, t, NULL);
+		kv_txn_free(t);
 	}
 	return rc;
 }
@@ -99,9 +175,13 @@ int settle_job_commit(struct settle_job *j)
 	int rc;
 
 	assert_job_state(j, JOB_PUBLISHED);
-	rc = build_row(j);
+	rc = build_rows(j);
 	if (!rc)
 		rc = pivot_version(j, &pivot_ver);
+	if (!rc && j->nextra)
+		rc = put_extra_rows(j);
+	if (!rc && j->nextra)
+		rc = NV_FP("settle.after_rows");
 	if (rc)
 		return rc;
 	t = kv_txn_new();
@@ -132,20 +212,27 @@ int settle_job_commit(struct settle_job *j)
 int settle_job_finish(struct settle_job *j)
 {
 	struct era_stream *es = j->es;
+	uint64_t end_seq, end_byte;
 	int rc;
 
 	assert_job_state(j, JOB_COMMITTED);
-	rc = settle_delete_covered(j->e->cfg, es->id, es->keys, es->nkeys, j->row.end_seq,
-				   j->pivot_seq);
+	end_seq = j->w.refs[j->w.n - 1].end_seq;
+	end_byte = j->w.refs[j->w.n - 1].end_byte;
+	/* Non-pivot rows of an earlier run may stand right after the
+	 * window (settle_job_load() stopped there): they are settled too. */
+	rc = settle_catalog_end(j->e->cfg, es->id, &end_seq, &end_byte);
+	if (!rc)
+		rc = settle_delete_covered(j->e->cfg, es->id, es->keys, es->nkeys, end_seq,
+					   j->pivot_seq);
 	if (rc)
 		return rc;
 	settle_job_done(j, SETTLED);
-	es->end_seq = j->row.end_seq;
-	es->end_byte = j->row.end_byte;
+	es->end_seq = end_seq;
+	es->end_byte = end_byte;
 	es->objects = j->nobjs;
 	nv_log(NV_DEBUG, NV_SUB_SETTLE, "stream %llu (%s/%s): seq [%llu, %llu) settled into %u "
 	       "object(s)%s", (unsigned long long)es->id, es->row.bucket, es->row.name,
-	       (unsigned long long)j->w.refs[0].first_seq, (unsigned long long)j->row.end_seq,
+	       (unsigned long long)j->w.refs[0].first_seq, (unsigned long long)end_seq,
 	       j->nobjs, j->have_tail ? " extending the tail" : "");
 	return 0;
 }

@@ -68,7 +68,12 @@ void settle_era_free(struct era *e)
 /* ------------------------------------------------------------ collect */
 
 /*
- * Collecting an era is two walks over the chain's markers (slot order):
+ * Collecting an era is two passes over the chain's markers (slot
+ * order); the list is read once (collect_due()), which keeps a copy of
+ * every marker it meets while the era is open (keep_candidate()), and
+ * the second pass runs over those copies (filter_kept()).  Only when
+ * they exceed ERA_KEEP_MARKERS / ERA_KEEP_STREAMS is the list read a
+ * second time (collect_keep()), so memory stays bounded:
  *
  *  1. due: the ripe markers (the first ERA_MARKERS_MAX, until the due
  *     bytes reach the fetch budget) name the due streams, those whose own
@@ -99,17 +104,80 @@ static bool due_at(const struct era *e, uint64_t id, uint64_t first_slot)
 	return v && first_slot + 1 <= v;
 }
 
+/* May the walk still take ripe markers into the era? */
+static bool era_open(const struct era *e)
+{
+	return e->nripe < ERA_MARKERS_MAX && !(e->nripe > 0 && e->est_bytes >= e->cfg->fetch_budget);
+}
+
+/* A deep copy of m at the end of e->marks.  0 or -ENOMEM. */
+static int marks_push(struct era *e, const struct meta_marker *m)
+{
+	struct meta_marker *c;
+
+	if (e->nmarks == e->cap) {
+		uint32_t ncap = e->cap ? e->cap * 2 : 16;
+		struct meta_marker *p = realloc(e->marks, ncap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		e->marks = p;
+		e->cap = ncap;
+	}
+	c = &e->marks[e->nmarks];
+	*c = *m;
+	c->streams = NULL;
+	if (m->nstreams) {
+		c->streams = malloc(m->nstreams * sizeof(*c->streams));
+		if (!c->streams)
+			return -ENOMEM;
+		memcpy(c->streams, m->streams, m->nstreams * sizeof(*c->streams));
+	}
+	e->nmarks++;
+	return 0;
+}
+
+static void marks_clear(struct era *e)
+{
+	for (uint32_t i = 0; i < e->nmarks; i++)
+		meta_marker_clear(&e->marks[i]);
+	e->nmarks = 0;
+}
+
+/* Walk 1 keeps every marker it meets while the era is open (a waiting
+ * one may hold an earlier batch of a stream a later marker makes due),
+ * up to ERA_KEEP_MARKERS markers and ERA_KEEP_STREAMS stream entries;
+ * past that it drops them and walk 2 collects instead. */
+static int keep_candidate(struct era *e, const struct meta_marker *m)
+{
+	if (e->keep_overflow)
+		return 0;
+	if (e->nmarks == ERA_KEEP_MARKERS || e->kept_streams + m->nstreams > ERA_KEEP_STREAMS) {
+		marks_clear(e);
+		e->keep_overflow = true;
+		return 0;
+	}
+	e->kept_streams += m->nstreams;
+	return marks_push(e, m);
+}
+
 static int collect_due(void *arg, const struct meta_marker *m)
 {
 	struct era *e = arg;
 
 	if (m->birth_ns < e->oldest_birth)
 		e->oldest_birth = m->birth_ns;
+	if (era_open(e)) {
+		int rc = keep_candidate(e, m);
+
+		if (rc)
+			return rc;
+	}
 	if (m->ripe_ns > e->now) {
 		e->waiting++;
 		return 0;
 	}
-	if (e->nripe == ERA_MARKERS_MAX || (e->nripe > 0 && e->est_bytes >= e->cfg->fetch_budget))
+	if (!era_open(e))
 		return 0; /* a later era's */
 	for (uint32_t i = 0; i < m->nstreams; i++) {
 		const struct meta_marker_stream *ms = &m->streams[i];
@@ -133,35 +201,33 @@ static bool holds_due(const struct era *e, const struct meta_marker *m)
 	return false;
 }
 
+/* Does walk 2 take m (up to the era's end, holding a due stream)? */
+static bool keeps(const struct era *e, const struct meta_marker *m)
+{
+	return m->first_slot <= e->last_slot && holds_due(e, m);
+}
+
 static int collect_keep(void *arg, const struct meta_marker *m)
 {
 	struct era *e = arg;
-	struct meta_marker *c;
 
 	if (m->first_slot > e->last_slot || e->nmarks == ERA_MARKERS_MAX)
 		return 1;
-	if (!holds_due(e, m))
-		return 0;
-	if (e->nmarks == e->cap) {
-		uint32_t ncap = e->cap ? e->cap * 2 : 16;
-		struct meta_marker *p = realloc(e->marks, ncap * sizeof(*p));
+	return keeps(e, m) ? marks_push(e, m) : 0;
+}
 
-		if (!p)
-			return -ENOMEM;
-		e->marks = p;
-		e->cap = ncap;
+/* Walk 2 over what walk 1 kept, in place. */
+static void filter_kept(struct era *e)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < e->nmarks; i++) {
+		if (n < ERA_MARKERS_MAX && keeps(e, &e->marks[i]))
+			e->marks[n++] = e->marks[i];
+		else
+			meta_marker_clear(&e->marks[i]);
 	}
-	c = &e->marks[e->nmarks];
-	*c = *m;
-	c->streams = NULL;
-	if (m->nstreams) {
-		c->streams = malloc(m->nstreams * sizeof(*c->streams));
-		if (!c->streams)
-			return -ENOMEM;
-		memcpy(c->streams, m->streams, m->nstreams * sizeof(*c->streams));
-	}
-	e->nmarks++;
-	return 0;
+	e->nmarks = n;
 }
 
 int settle_era_collect(struct era *e)
@@ -175,11 +241,19 @@ int settle_era_collect(struct era *e)
 		return -ENOMEM;
 	e->oldest_birth = UINT64_MAX;
 	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_due, e);
-	if (rc || e->nripe == 0)
+	e->walks++;
+	if (rc || e->nripe == 0) {
+		marks_clear(e);
 		return rc; /* an error, or nothing ripe */
-	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_keep, e);
-	if (rc)
-		return rc;
+	}
+	if (e->keep_overflow) {
+		rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_keep, e);
+		e->walks++;
+		if (rc)
+			return rc;
+	} else {
+		filter_kept(e);
+	}
 	e->state = ERA_COLLECTED;
 	return 0;
 }

@@ -104,6 +104,10 @@
 #include "src/base/u64map.h"
 
 #define ERA_MARKERS_MAX 4096
+/* What the first walk of an era's collection keeps for the second
+ * (era.c "Collecting an era"): past this it walks again instead. */
+#define ERA_KEEP_MARKERS (2 * ERA_MARKERS_MAX)
+#define ERA_KEEP_STREAMS (256u * 1024)
 /* A residue stream past its age cap (its settle failed) is retried after
  * this long, not at every pass. */
 #define ERA_RETRY_NS (30ull * 1000000000ull)
@@ -143,6 +147,9 @@ struct era {
 	uint32_t waiting;      /* markers seen not ripe yet */
 	uint64_t oldest_birth; /* of every marker seen (UINT64_MAX: none) */
 	uint32_t warmed;       /* slots warmed */
+	uint32_t walks;        /* walks over the chain's markers (1, or 2 on overflow) */
+	uint32_t kept_streams; /* stream entries walk 1 kept */
+	bool keep_overflow;    /* walk 1 kept too much: walk 2 collects */
 	struct era_stream *streams;
 	uint32_t nstreams;
 	pthread_mutex_t lock;
@@ -204,7 +211,9 @@ struct settle_job {
 	uint32_t nobjs;
 	bool have_tail;         /* objs[0] extends prev's standing tail object */
 	char tail_key[META_SETTLED_KEY_MAX];
-	struct meta_ref row;    /* from COMMITTED: the catalog row written */
+	struct meta_ref row;    /* from COMMITTED: the pivot catalog row written */
+	struct meta_ref *extra; /* and the non-pivot rows after it (commit.c) */
+	uint32_t nextra;
 	uint64_t pivot_seq;
 };
 
@@ -270,6 +279,11 @@ void settle_job_done(struct settle_job *j, enum outcome o);
 int settle_job_resume(struct settle_job *j) __attribute__((warn_unused_result));
 /* RESUMED -> LOADED or DONE (chunks gathered when LOADED). */
 int settle_job_load(struct settle_job *j) __attribute__((warn_unused_result));
+/* *seq (and *byte) moved past the catalog rows that start exactly
+ * there, one after the other (non-pivot rows of an earlier run: commit.c
+ * invariant 3).  0 or -errno. */
+int settle_catalog_end(const struct settle_cfg *cfg, uint64_t stream, uint64_t *seq,
+		       uint64_t *byte) __attribute__((warn_unused_result));
 /* Delete keys' span refs whose end is <= covered_end (ascending; the
  * row at skip_seq, the pivot, was replaced, not deleted). */
 int settle_delete_covered(const struct settle_cfg *cfg, uint64_t stream, const uint64_t *keys,
@@ -283,8 +297,8 @@ int settle_delete_covered(const struct settle_cfg *cfg, uint64_t stream, const u
 int settle_read_footer(const struct settle_cfg *cfg, const char *key, uint64_t foff,
 		       uint32_t flen, uint8_t **win, struct bundle_footer *f)
 	__attribute__((warn_unused_result));
-/* LOADED -> PLANNED: the objects (the standing tail object first, when
- * there is room), cut at output_cap. */
+/* LOADED -> PLANNED: the objects (the standing sub-cap tail object
+ * first), cut at output_cap. */
 int settle_job_plan(struct settle_job *j) __attribute__((warn_unused_result));
 /* PLANNED -> PUBLISHED: every object published (or adopted). */
 int settle_job_publish(struct settle_job *j) __attribute__((warn_unused_result));
@@ -292,8 +306,8 @@ void settle_plan_free(struct plan_obj *o, uint32_t n);
 
 /* ------------------------------------------------------------ commit.c */
 
-/* PUBLISHED -> COMMITTED: the catalog row by one CAS (-ECANCELED when
- * the pivot row moved). */
+/* PUBLISHED -> COMMITTED: the non-pivot catalog rows, then the pivot
+ * row by one CAS (-ECANCELED when the pivot row moved). */
 int settle_job_commit(struct settle_job *j) __attribute__((warn_unused_result));
 /* COMMITTED -> DONE (SETTLED): the covered span refs deleted. */
 int settle_job_finish(struct settle_job *j) __attribute__((warn_unused_result));

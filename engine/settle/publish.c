@@ -156,46 +156,6 @@ static int plan_tail(struct settle_job *j)
 	return rc;
 }
 
-/*
- * The plan holds more objects than one catalog row can name: settle the
- * window up to the last span ref that ends before the first object that
- * does not fit (the rest stays span refs for the next era, which starts
- * a new row there), and plan again.  -E2BIG when no span ref ends there.
- */
-static int shrink_window(struct settle_job *j)
-{
-	uint32_t room = META_REF_OBJS_MAX - (j->have_tail ? j->prev.nobjs - 1 : 0);
-	uint64_t cut = j->objs[room].first_seq;
-	struct window *w = &j->w;
-	uint32_t k = w->n, keep = 0;
-
-	while (k > 0 && w->refs[k - 1].end_seq > cut)
-		k--;
-	if (k == 0) {
-		nv_log(NV_ERR, NV_SUB_SETTLE, "stream %llu: one span ref needs more objects than a "
-		       "catalog row holds", (unsigned long long)j->es->id);
-		return -E2BIG;
-	}
-	for (uint32_t q = k; q < w->n; q++)
-		meta_ref_clear(&w->refs[q]);
-	w->n = k;
-	while (keep < j->nchunks && j->chunks[keep].e.first_seq < w->refs[k - 1].end_seq)
-		keep++;
-	j->nchunks = keep;
-	j->max_ts = 0;
-	for (uint32_t q = 0; q < w->n; q++)
-		if (w->refs[q].max_ts > j->max_ts)
-			j->max_ts = w->refs[q].max_ts;
-	settle_plan_free(j->objs, j->nobjs);
-	j->objs = NULL;
-	j->nobjs = 0;
-	j->have_tail = false;
-	nv_log(NV_INFO, NV_SUB_SETTLE, "stream %llu: window cut at seq %llu (a catalog row holds "
-	       "%u objects); the rest settles next", (unsigned long long)j->es->id,
-	       (unsigned long long)w->refs[k - 1].end_seq, META_REF_OBJS_MAX);
-	return settle_job_plan(j);
-}
-
 /* LOADED -> PLANNED. */
 int settle_job_plan(struct settle_job *j)
 {
@@ -210,8 +170,9 @@ int settle_job_plan(struct settle_job *j)
 	j->objs = calloc(cap_objs + j->nchunks, sizeof(*j->objs));
 	if (!j->objs)
 		return -ENOMEM;
+	/* However full prev's row: the rows after it are commit.c's. */
 	if (j->have_prev && prev->kind == META_REF_CATALOG &&
-	    prev->end_seq == j->w.refs[0].first_seq && prev->nobjs + cap_objs <= META_REF_OBJS_MAX &&
+	    prev->end_seq == j->w.refs[0].first_seq &&
 	    prev->objs[prev->nobjs - 1].footer_off < cfg->output_cap_bytes) {
 		rc = plan_tail(j);
 		if (rc)
@@ -233,8 +194,6 @@ int settle_job_plan(struct settle_job *j)
 		if (rc)
 			return rc;
 	}
-	if (j->nobjs > META_REF_OBJS_MAX - (j->have_tail ? prev->nobjs - 1 : 0))
-		return shrink_window(j); /* then plans again */
 	j->state = JOB_PLANNED;
 	return 0;
 }

@@ -52,6 +52,9 @@ void settle_job_free(struct settle_job *j)
 	free(j->chunks);
 	meta_ref_clear(&j->prev);
 	meta_ref_clear(&j->row);
+	for (uint32_t i = 0; i < j->nextra; i++)
+		meta_ref_clear(&j->extra[i]);
+	free(j->extra);
 	for (uint32_t i = 0; i < j->w.n; i++)
 		meta_ref_clear(&j->w.refs[i]);
 	free(j->w.refs);
@@ -131,6 +134,28 @@ int settle_delete_covered(const struct settle_cfg *cfg, uint64_t stream, const u
 	return rc;
 }
 
+int settle_catalog_end(const struct settle_cfg *cfg, uint64_t stream, uint64_t *seq,
+		       uint64_t *byte)
+{
+	for (;;) {
+		struct meta_ref r;
+		uint64_t ver;
+		int rc;
+
+		meta_ref_init(&r);
+		rc = meta_ref_get(cfg->kv, stream, *seq, &r, &ver);
+		if (!rc && (r.kind != META_REF_CATALOG || r.end_seq <= *seq))
+			rc = -ENOENT;
+		if (!rc) {
+			*seq = r.end_seq;
+			*byte = r.end_byte;
+		}
+		meta_ref_clear(&r);
+		if (rc)
+			return rc == -ENOENT ? 0 : rc;
+	}
+}
+
 /* ------------------------------------------------------------ resume */
 
 /* Refs below the trim point may have been reclaimed already (trim.c):
@@ -188,6 +213,8 @@ static int covered_end(struct settle_job *j, uint64_t *cov_seq, uint64_t *cov_by
 		rc = 0;
 	}
 	meta_ref_clear(&r0);
+	if (!rc && *cov_seq) /* and the non-pivot rows after it */
+		rc = settle_catalog_end(cfg, es->id, cov_seq, cov_byte);
 	return rc;
 }
 
@@ -238,8 +265,9 @@ int settle_job_resume(struct settle_job *j)
 
 /* ------------------------------------------------------------ load */
 
-/* The span refs at keys[k0..]: 0 and all of them in j->w, 1 when one is
- * missing (RESIDUE, logged), or -errno. */
+/* The span refs at keys[k0..] (up to a non-pivot catalog row of an
+ * earlier run): 0 and all of them in j->w, 1 when one is missing
+ * (RESIDUE, logged), or -errno. */
 static int load_refs(struct settle_job *j)
 {
 	const struct settle_cfg *cfg = j->e->cfg;
@@ -251,6 +279,14 @@ static int load_refs(struct settle_job *j)
 
 		meta_ref_init(&w->refs[w->n]);
 		rc = meta_ref_get(cfg->kv, es->id, es->keys[i], &w->refs[w->n], &w->vers[w->n]);
+		if (rc == 0 && w->refs[w->n].kind == META_REF_CATALOG && w->n &&
+		    w->refs[w->n].first_seq == w->refs[w->n - 1].end_seq) {
+			/* A non-pivot row of an earlier run replaced this span
+			 * ref (commit.c invariant 3): the window ends here,
+			 * settle_job_finish() counts the rest as settled. */
+			meta_ref_clear(&w->refs[w->n]);
+			return 0;
+		}
 		if (rc == 0 && w->refs[w->n].kind != META_REF_SPAN)
 			rc = -ENOENT;
 		if (rc == -ENOENT) {

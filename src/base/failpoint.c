@@ -32,6 +32,7 @@ const char *const nv_fp_names[] = {
 	"recover.after_slot",    /* a batch of a stopped chain's slots was absorbed */
 	"recover.before_settled", /* the walk is done, chain not yet marked */
 	"settle.after_publish",  /* a stream's objects are published, not committed */
+	"settle.after_rows",     /* non-pivot catalog rows are written, no CAS yet */
 	"settle.after_commit",   /* the visibility CAS is done, refs not deleted */
 	"settle.before_resolve", /* an era's streams are done, markers not resolved */
 	"trim.before_delete",    /* slots are about to be deleted */

@@ -44,7 +44,7 @@ WRITE_POINTS=(chain.before_put chain.after_put chain.before_ack
 	meta.commit store.put)
 RECOVER_POINTS=(recover.before_walk recover.after_fence recover.after_slot
 	recover.before_settled)
-OTHER_POINTS=" settle.after_publish settle.after_commit settle.before_resolve trim.before_delete trim.after_delete store.get "
+OTHER_POINTS=" settle.after_publish settle.after_rows settle.after_commit settle.before_resolve trim.before_delete trim.after_delete store.get "
 declare -A NMAX=(
 	[chain.before_put]=40 [chain.after_put]=40 [chain.before_ack]=40
 	[absorb.before_refs]=8 [absorb.after_refs]=8 [absorb.after_checkpoint]=8

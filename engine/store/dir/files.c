@@ -110,7 +110,7 @@ static uint64_t dir_reserve(uint64_t total)
 
 /* 0 while the file system of fd keeps the reserve free, else -ENOSPC
  * (logged, rate-limited). */
-static int dir_headroom(const struct dir_store *d, int fd, const char *key)
+int dir_headroom(const struct dir_store *d, int fd, const char *key)
 {
 	return dir_headroom_for(d, fd, key, 0);
 }
@@ -146,7 +146,7 @@ bool dir_missing(int e)
 }
 
 /* A key whose path collides with an object or a directory (dir.h). */
-static int dir_conflict(const struct dir_store *d, const char *key)
+int dir_conflict(const struct dir_store *d, const char *key)
 {
 	nv_log(NV_ERR, NV_SUB_STORE,
 	       "dir:%s put %s: the path collides with an existing object or "
@@ -351,7 +351,7 @@ static void synced_add(struct dir_store *d, uint64_t h)
  * -EINVAL when the path runs into an object or a too-long component; or
  * another store error.  Everything but -ENOENT is logged.
  */
-static int dir_open_parent(struct dir_store *d, const char *key)
+int dir_open_parent(struct dir_store *d, const char *key)
 {
 	char path[STORE_KEY_MAX + 1];
 	char *comp = path, *slash;

@@ -25,7 +25,8 @@
  * Layout:
  *   ROOT/<key>                   one object; key components are directories
  *   ROOT/<dir>/<name>#tmp.P.N    a put in progress (process P, sequence N)
- *   ROOT/#mpu/<id>/part-NNNNN    the parts of multipart upload <id>
+ *   ROOT/#mpu/<id>/data          parts 1..n of upload <id>, sent in order
+ *   ROOT/#mpu/<id>/part-NNNNN    the parts of upload <id> otherwise
  *   ROOT/#mpu/<id>/part-NNNNN#tmp.P.N   a part being written
  *   ROOT/#seg/NNNNNNNN.seg       a segment of chain slot records (seg.c)
  * '#' can never appear in a key (store.h invariant 5), so nothing of ours
@@ -34,7 +35,8 @@
  * Invariants of the whole backend (the files cite them by number):
  *  1. An object (other than a slot in a segment: seg.c invariants 1-2
  *     instead) appears only by link() (create-once) or rename() of a
- *     complete, fdatasync'd temporary file in the object's own directory,
+ *     complete, fdatasync'd temporary file in the object's own directory
+ *     (or of a multipart upload's fdatasync'd data file, mpu.c),
  *     and a call returns success only after fsync of that directory; every
  *     directory a put creates (or loses a mkdir race for) is made durable
  *     by fsync of its parent.  So a reader (and a crash) sees the whole
@@ -48,7 +50,11 @@
  *  2. A temporary file lives in the directory its object will live in, so
  *     the final link/rename never crosses directories, and its presence
  *     keeps that directory non-empty: delete's rmdir cannot pull the
- *     directory away from a put that has created its temp file.
+ *     directory away from a put that has created its temp file.  The one
+ *     exception is a multipart upload's data file (mpu.c), linked from
+ *     ROOT/#mpu/<id>/ into the object's directory: a delete may remove
+ *     that directory between the walk and the link (ENOENT), and the
+ *     complete walks again (invariant 3).
  *  3. Delete removes emptied directories bottom-up, never ROOT.  A put
  *     that finds a directory of its path gone (ENOENT while walking or
  *     creating the temp file) re-creates the path and retries, at most
@@ -73,10 +79,9 @@
  *
  * Locking: struct dir_store is immutable after dir_store_open() but for
  * its synced set (synced_lock, never held across I/O);
- * struct dir_upload is immutable after dir_mpu_create() and its parts
- * land under unique temp names and are renamed into place, so concurrent
- * parts need no lock.  Complete/abort must not race with part uploads
- * (store.h).
+ * struct dir_upload's in-order parts are written under its lock; other
+ * parts land under unique temp names and are renamed into place.
+ * Complete/abort must not race with part uploads (store.h).
  */
 #ifndef NOVAFS_DIR_INTERNAL_H
 #define NOVAFS_DIR_INTERNAL_H
@@ -106,6 +111,8 @@
 #define DIR_MPU_STALE_NS (24ull * 3600 * NV_NS_PER_S)
 #define DIR_PART_FMT "part-%05d"
 #define DIR_PART_NAME_MAX 16
+/* The file parts sent in order are written into (mpu.c). */
+#define DIR_MPU_DATA "data"
 /* iovec entries handed to one pwritev (IOV_MAX is 1024; a small stack
  * window is enough, pwritev is called again for the rest). */
 #define DIR_IOV_BATCH 64
@@ -143,11 +150,18 @@ struct dir_store {
 #define DIR_SEG_FIRST (1ull << 20)
 #define DIR_SEG_SIZE (64ull << 20)
 
-/* One multipart upload.  Immutable after dir_mpu_create(). */
+/* One multipart upload.  key, path and fd are immutable after
+ * dir_mpu_create(); the rest is under lock (mpu.c "Parts in order"). */
 struct dir_upload {
 	char *key;                               /* owned: target key */
 	char path[DIR_MPU_PATH_MAX];             /* "#mpu/<id>" under ROOT */
 	int fd;                                  /* owned: that directory */
+	pthread_mutex_t lock;
+	int data;          /* lock: owned fd of DIR_MPU_DATA, or -1 */
+	int nappended;     /* lock: parts 1..nappended are in data, in order */
+	uint64_t *ends;    /* lock: owned; ends[i]: end of part i + 1 in data */
+	int ends_cap;      /* lock */
+	bool spilled;      /* lock: parts are files (DIR_PART_FMT) from now on */
 };
 
 /* ------------------------------------------------------------ files.c */
@@ -155,6 +169,8 @@ struct dir_upload {
 /* Log the failure of `what` on key (once, where it is first seen) and
  * return the store error for errno e. */
 int dir_fail(const struct dir_store *d, const char *what, const char *key, int e);
+/* Log that key's path collides with an object or directory; -EINVAL. */
+int dir_conflict(const struct dir_store *d, const char *key);
 /* e names something that cannot be an object of this store (not there,
  * a non-directory in the path, a symlink, a component too long). */
 bool dir_missing(int e);
@@ -174,6 +190,14 @@ int dir_copy_range(int in, uint64_t in_off, int out, uint64_t out_off,
 /* Writes an object's bytes into the temp file fd; 0 or a store error
  * (logged by the callee). */
 typedef int (*dir_fill_fn)(void *ctx, int fd);
+
+/* An owned fd of the directory key lives in, made and made durable on
+ * the way (invariant 1); -ENOENT when a concurrent delete removed one of
+ * them (walk again, invariant 3), or a store error (logged). */
+int dir_open_parent(struct dir_store *d, const char *key);
+/* 0 while the file system of fd keeps the reserve free, else -ENOSPC
+ * (logged, rate-limited). */
+int dir_headroom(const struct dir_store *d, int fd, const char *key);
 
 /*
  * Publish key: a temp file beside it is filled by fill(ctx, fd),

@@ -3,28 +3,44 @@
  * ROOT/#mpu/<id>/ (directory backend; overview and invariants in
  * internal.h).
  *
- * For: dir_mpu_create/put_part/copy_part/complete/abort, concatenating
- * the parts into the object at complete, and dir_sweep_uploads().
+ * For: dir_mpu_create/put_part/copy_part/complete/abort, the upload's
+ * data file (parts sent in order), concatenating part files into the
+ * object at complete otherwise, and dir_sweep_uploads().
  * Not for: part-number checks (store.c), how a file is published
  * (files.c dir_publish()).
  *
- * Invariants (internal.h 6), here:
- *  1. A part appears only by rename of a complete temp file in the
- *     upload's directory, so a part is whole or absent; a part sent twice
- *     keeps the last.
- *  2. Complete concatenates the parts in part-number order into a temp
- *     file published like any object (dir_publish()).
+ * Parts in order: while parts arrive as 1, 2, 3, ... (the settle's
+ * assembly sends them so), each is written (or copied) straight into the
+ * upload's data file at the end of the one before, and complete
+ * publishes that file itself: fdatasync, then link() (create-once) or
+ * rename() into the object's directory, then fsync of that directory.
+ * Every byte is written once.  The first part out of order (or sent
+ * again) spills: the parts in the data file become part files, and the
+ * upload goes on as part files, concatenated at complete.
+ *
+ * Invariants (internal.h 1 and 6), here:
+ *  1. A part is whole or absent: a part file appears only by rename of a
+ *     complete temp file in the upload's directory; a part in the data
+ *     file counts (nappended) only once written whole.  A part sent
+ *     twice keeps the last.
+ *  2. Complete publishes the data file (all parts in order) or the
+ *     concatenation of the part files in part-number order in a temp
+ *     file (dir_publish()); either is fdatasync'd before its link or
+ *     rename, so a crash leaves no object or the whole one.
  *  3. Complete and abort remove the upload directory on every path, and
  *     ROOT/#mpu when it is empty.
  *
- * Locking: struct dir_upload is immutable after dir_mpu_create(); parts
- * land under unique temp names, so concurrent parts need no lock.
- * Complete/abort must not race with part uploads (store.h).
+ * Locking: a struct dir_upload's key, path and fd are immutable after
+ * dir_mpu_create(); data, nappended, ends and spilled are under its lock,
+ * held across an in-order part's write and a spill (parts of one upload
+ * are few and sequential in practice).  Part files land under unique
+ * temp names.  Complete/abort must not race with part uploads (store.h).
  */
 #include "config.h"
 #include "engine/store/dir/internal.h"
 #include "src/base/clock.h"
 #include "src/base/failpoint.h"
+#include "src/base/lockcheck.h"
 #include "src/base/log.h"
 
 #include <dirent.h>
@@ -74,12 +90,16 @@ static void upload_free(const struct dir_store *d, struct dir_upload *u)
 {
 	int rc;
 
+	if (u->data >= 0)
+		close(u->data);
 	close(u->fd);
 	rc = rmdir_files(d->root_fd, u->path);
 	if (rc < 0)
 		nv_log(NV_WARN, NV_SUB_STORE, "dir:%s mpu %s: remove %s: %s",
 		       d->root, u->key, u->path, strerror(-rc));
 	(void)unlinkat(d->root_fd, DIR_MPU, AT_REMOVEDIR);
+	pthread_mutex_destroy(&u->lock);
+	free(u->ends);
 	free(u->key);
 	free(u);
 }
@@ -138,6 +158,14 @@ int dir_mpu_create(void *be, const char *key, void **upload)
 		rc = dir_fail(d, "open upload dir for", key, errno);
 		goto fail_dir;
 	}
+	u->data = openat(u->fd, DIR_MPU_DATA, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (u->data < 0) {
+		rc = dir_fail(d, "create upload data file for", key, errno);
+		close(u->fd);
+		(void)unlinkat(d->root_fd, u->path, AT_REMOVEDIR);
+		goto fail_key;
+	}
+	pthread_mutex_init(&u->lock, NULL);
 	*upload = u;
 	return 0;
 
@@ -174,15 +202,9 @@ static int part_publish(const struct dir_store *d, struct dir_upload *u,
 	return rc;
 }
 
-int dir_mpu_put_part(void *be, void *upload, int part_no,
-		     const struct iovec *iov, int iovcnt)
-{
-	struct dir_upload *u = upload;
-	struct dir_put_ctx c = { be, u->key, iov, iovcnt };
+/* ---------------------------------------------------- parts in order */
 
-	return part_publish(be, u, part_no, dir_put_fill, &c);
-}
-
+/* What copy_fill() copies: len bytes of src at off. */
 struct dir_copy_ctx {
 	const struct dir_store *d;
 	const char *key; /* for logs */
@@ -196,6 +218,105 @@ static int copy_fill(void *arg, int fd)
 	int rc = dir_copy_range(c->src, c->off, fd, 0, c->len);
 
 	return rc < 0 ? dir_fail(c->d, "copy into", c->key, -rc) : 0;
+}
+
+/* Part part_no breaks the order: the parts in the data file become part
+ * files, and every later part is one (u->spilled).  Caller holds
+ * u->lock.  0 or store error. */
+static int spill(const struct dir_store *d, struct dir_upload *u)
+{
+	int rc = 0;
+
+	NV_ASSERT_LOCKED(&u->lock);
+	for (int i = 0; !rc && i < u->nappended; i++) {
+		uint64_t from = i ? u->ends[i - 1] : 0;
+		struct dir_copy_ctx c = { d, u->key, u->data, from, u->ends[i] - from };
+
+		rc = part_publish(d, u, i + 1, copy_fill, &c);
+	}
+	if (!rc)
+		u->spilled = true;
+	return rc;
+}
+
+/* Append part part_no (the next in order) to the data file through
+ * fill-like write: 1 when the part is not the next one (the caller
+ * writes a part file after a spill), 0 when it is in the data file, or
+ * a store error.  Caller holds u->lock. */
+static int append_part(const struct dir_store *d, struct dir_upload *u, int part_no,
+		       int (*write)(void *ctx, int fd, uint64_t off, uint64_t *len), void *ctx)
+{
+	uint64_t off = u->nappended ? u->ends[u->nappended - 1] : 0, len = 0;
+	int rc;
+
+	NV_ASSERT_LOCKED(&u->lock);
+	if (u->spilled)
+		return 1;
+	if (part_no != u->nappended + 1) {
+		rc = spill(d, u);
+		return rc ? rc : 1;
+	}
+	if (u->nappended == u->ends_cap) {
+		int nc = u->ends_cap ? 2 * u->ends_cap : 64;
+		uint64_t *p = realloc(u->ends, (size_t)nc * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		u->ends = p;
+		u->ends_cap = nc;
+	}
+	rc = write(ctx, u->data, off, &len);
+	if (rc < 0) {
+		/* Whatever landed past off is not a part (invariant 1). */
+		(void)ftruncate(u->data, (off_t)off);
+		return rc;
+	}
+	u->ends[u->nappended++] = off + len;
+	return 0;
+}
+
+struct iov_part {
+	const struct dir_store *d;
+	const char *key;
+	const struct iovec *iov;
+	int iovcnt;
+};
+
+static int iov_write(void *arg, int fd, uint64_t off, uint64_t *len)
+{
+	struct iov_part *p = arg;
+	int rc = dir_write_iov(fd, p->iov, p->iovcnt, off);
+
+	if (rc < 0)
+		return dir_fail(p->d, "write part for", p->key, -rc);
+	for (int i = 0; i < p->iovcnt; i++)
+		*len += p->iov[i].iov_len;
+	return 0;
+}
+
+static int range_write(void *arg, int fd, uint64_t off, uint64_t *len)
+{
+	struct dir_copy_ctx *c = arg;
+	int rc = dir_copy_range(c->src, c->off, fd, off, c->len);
+
+	if (rc < 0)
+		return dir_fail(c->d, "copy into", c->key, -rc);
+	*len = c->len;
+	return 0;
+}
+
+int dir_mpu_put_part(void *be, void *upload, int part_no,
+		     const struct iovec *iov, int iovcnt)
+{
+	struct dir_upload *u = upload;
+	struct dir_put_ctx c = { be, u->key, iov, iovcnt };
+	struct iov_part ip = { be, u->key, iov, iovcnt };
+	int rc;
+
+	pthread_mutex_lock(&u->lock);
+	rc = append_part(be, u, part_no, iov_write, &ip);
+	pthread_mutex_unlock(&u->lock);
+	return rc == 1 ? part_publish(be, u, part_no, dir_put_fill, &c) : rc;
 }
 
 int dir_mpu_copy_part(void *be, void *upload, int part_no,
@@ -218,7 +339,11 @@ int dir_mpu_copy_part(void *be, void *upload, int part_no,
 		rc = -ERANGE;
 		goto out;
 	}
-	rc = part_publish(d, u, part_no, copy_fill, &c);
+	pthread_mutex_lock(&u->lock);
+	rc = append_part(d, u, part_no, range_write, &c);
+	pthread_mutex_unlock(&u->lock);
+	if (rc == 1)
+		rc = part_publish(d, u, part_no, copy_fill, &c);
 out:
 	close(c.src);
 	return rc;
@@ -321,6 +446,69 @@ static int concat_fill(void *arg, int fd)
 	return 0;
 }
 
+/* Link (create-once) or rename the data file into place in dfd as base.
+ * 0, 1 (dfd was removed under us: walk again), -EEXIST, or a store
+ * error. */
+static int data_link(struct dir_store *d, struct dir_upload *u, int dfd, const char *base,
+		     unsigned flags)
+{
+	struct stat st;
+	int e;
+
+	if (flags & STORE_CREATE_ONCE) {
+		if (linkat(u->fd, DIR_MPU_DATA, dfd, base, 0) == 0)
+			return 0;
+		e = errno;
+		if (e == EEXIST)
+			return fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+					       !S_ISREG(st.st_mode)
+				       ? dir_conflict(d, u->key)
+				       : -EEXIST;
+	} else {
+		if (renameat(u->fd, DIR_MPU_DATA, dfd, base) == 0)
+			return 0;
+		e = errno;
+		if (e == EISDIR)
+			return dir_conflict(d, u->key);
+	}
+	/* ENOENT: a delete emptied and removed the object's directory
+	 * between our walk and the link (invariant 3). */
+	return e == ENOENT ? 1 : dir_fail(d, "link upload into", u->key, e);
+}
+
+/* Complete an upload whose parts are all in the data file: it becomes
+ * the object (invariant 2).  0 once durable, -EEXIST, or a store error. */
+static int publish_data(struct dir_store *d, struct dir_upload *u, unsigned flags)
+{
+	const char *slash = strrchr(u->key, '/');
+	const char *base = slash ? slash + 1 : u->key;
+	int rc = flags & STORE_RESERVE ? 0 : dir_headroom(d, u->data, u->key);
+
+	if (!rc && fdatasync(u->data) < 0)
+		rc = dir_fail(d, "fdatasync", u->key, errno);
+	for (int attempt = 0; !rc; attempt++) {
+		int dfd = dir_open_parent(d, u->key);
+
+		if (dfd == -ENOENT && attempt < DIR_RETRIES)
+			continue;
+		if (dfd < 0)
+			return dfd == -ENOENT ? -EIO : dfd;
+		rc = data_link(d, u, dfd, base, flags);
+		if (rc == 1 && attempt < DIR_RETRIES) {
+			close(dfd);
+			rc = 0;
+			continue;
+		}
+		if (rc == 1)
+			rc = -EIO;
+		if (!rc && fsync(dfd) < 0)
+			rc = dir_fail(d, "fsync(dir)", u->key, errno);
+		close(dfd);
+		return rc;
+	}
+	return rc;
+}
+
 int dir_mpu_complete(void *be, void *upload, unsigned flags)
 {
 	struct dir_store *d = be;
@@ -335,6 +523,10 @@ int dir_mpu_complete(void *be, void *upload, unsigned flags)
 	    fstatat(d->root_fd, u->key, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode)) {
 		rc = -EEXIST;
+		goto out;
+	}
+	if (!u->spilled && u->nappended > 0) {
+		rc = publish_data(d, u, flags);
 		goto out;
 	}
 	rc = upload_parts(d, u, &parts, &c.n);
