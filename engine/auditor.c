@@ -43,6 +43,7 @@ struct auditor {
 	 * epoch) -> struct chain_backoff (settle.h settle_backoff). */
 	struct u64map *failing;
 	struct settle_backoff reclaim_b; /* the thread's: trim_reclaim() failures */
+	struct settle_backoff pass_b;    /* the thread's: chain listings that failed */
 };
 
 struct chain_backoff {
@@ -474,7 +475,15 @@ static void settle_pass(struct auditor *a)
 {
 	struct pass p = { .a = a };
 	uint64_t now = nv_now_wall_ns(), t0 = nv_now_mono_ns();
-	int rc = meta_chain_list(a->cfg.recover.kv, collect_all, &p);
+	int rc;
+
+	/* A pass whose chain listing failed (a metastore that cannot read:
+	 * a full disk) is retried after 1 s doubling to a minute, not every
+	 * period. */
+	if (!settle_backoff_ready(&a->pass_b, t0))
+		return;
+	rc = meta_chain_list(a->cfg.recover.kv, collect_all, &p);
+	settle_backoff_note(&a->pass_b, rc < 0 ? rc : 0, t0);
 	bool *more = calloc(p.n ? p.n : 1, sizeof(*more));
 	struct settle_view *views = calloc(p.n ? p.n : 1, sizeof(*views));
 	uint64_t *idle_since = calloc(p.n ? p.n : 1, sizeof(*idle_since)); /* mono; 0: not idle */
@@ -548,7 +557,9 @@ static void settle_pass(struct auditor *a)
 		reclaim(a);
 	} else {
 		nv_log_ratelimited(&list_rl, NV_WARN, NV_SUB_SETTLE,
-				   "settle pass: listing chains failed: %s", strerror(-rc));
+				   "settle pass: listing chains failed: %s; retrying in %llu s",
+				   strerror(-rc),
+				   (unsigned long long)((a->pass_b.next_ns - t0) / NV_NS_PER_S));
 	}
 }
 
@@ -616,8 +627,9 @@ static void *auditor_main(void *arg)
 		}
 		failed += hfail;
 		if (pending < 0)
-			nv_log(NV_WARN, NV_SUB_RECOVER, "settle duty: scanning chains failed: %s",
-			       strerror(-pending));
+			nv_log_ratelimited(&list_rl, NV_WARN, NV_SUB_RECOVER,
+					   "settle duty: scanning chains failed: %s",
+					   strerror(-pending));
 		if (!auditor_gate_is_open(a) && pending >= 0 && failed == 0 &&
 		    predecessors_settled(a)) {
 			pthread_mutex_lock(&a->lock);

@@ -285,8 +285,11 @@ static uint64_t restart_class(void *arg, unsigned cls, uint64_t epoch)
 		rc = start_class(st, cls);
 	pthread_rwlock_unlock(&st->class_lock[cls]);
 	if (rc) {
-		nv_log(NV_ERR, NV_SUB_MAIN, "%s: restart after the halt of epoch %llu failed: %s; "
-		       "retrying", nv_class_name(cls), (unsigned long long)epoch, strerror(-rc));
+		static struct nv_ratelimit rl; /* retried with back-off (auditor.c) */
+
+		nv_log_ratelimited(&rl, NV_ERR, NV_SUB_MAIN, "%s: restart after the halt of epoch "
+				   "%llu failed: %s; retrying", nv_class_name(cls),
+				   (unsigned long long)epoch, strerror(-rc));
 		return 0;
 	}
 	return st->epochs[cls];
