@@ -260,11 +260,14 @@ static void reset_stream(void *arg, struct nv_stream *s)
 static uint64_t restart_class(void *arg, unsigned cls, uint64_t epoch)
 {
 	struct star *st = arg;
+	/* One budget for this call's lines: the auditor retries a failing
+	 * restart with back-off, a disk with no free block for minutes. */
+	static struct nv_ratelimit rl;
 	struct reset_arg ra = { st, cls, 0 };
 	int rc;
 
-	nv_log(NV_WARN, NV_SUB_MAIN, "%s epoch %llu halted: settling it and starting a new epoch",
-	       nv_class_name(cls), (unsigned long long)epoch);
+	nv_log_ratelimited(&rl, NV_WARN, NV_SUB_MAIN, "%s epoch %llu halted: settling it and "
+			   "starting a new epoch", nv_class_name(cls), (unsigned long long)epoch);
 	pthread_rwlock_wrlock(&st->class_lock[cls]);
 	if (st->chains[cls]) {
 		chain_stop(st->chains[cls]);
@@ -285,8 +288,6 @@ static uint64_t restart_class(void *arg, unsigned cls, uint64_t epoch)
 		rc = start_class(st, cls);
 	pthread_rwlock_unlock(&st->class_lock[cls]);
 	if (rc) {
-		static struct nv_ratelimit rl; /* retried with back-off (auditor.c) */
-
 		nv_log_ratelimited(&rl, NV_ERR, NV_SUB_MAIN, "%s: restart after the halt of epoch "
 				   "%llu failed: %s; retrying", nv_class_name(cls),
 				   (unsigned long long)epoch, strerror(-rc));
