@@ -451,36 +451,13 @@ nv_wait_settled() {
 # nv_slot_files: the chain slot objects in the directory store, one a line:
 # the slot files, and (-o slot_segments) the live records of the segment
 # files in $DATA/objects/#seg, named as the file of the same key would be
-# (engine/store/dir/segfmt.h: magic, state, key length, payload length;
-# checksums are not checked here).
-nv_slot_files() { nv_slot_files_unsorted | sort; }
-nv_slot_files_unsorted() {
-	if [ -d "$DATA/objects/chains" ]; then
-		find "$DATA/objects/chains" -type f ! -name '*#*'
-	fi
-	[ -d "$DATA/objects/#seg" ] && python3 - "$DATA/objects" <<'PY'
-import os, struct, sys
-root = sys.argv[1]
-seg = os.path.join(root, "#seg")
-for name in sorted(os.listdir(seg)):
-    if not name.endswith(".seg"):
-        continue
-    try:
-        with open(os.path.join(seg, name), "rb") as f:
-            img = f.read()
-    except FileNotFoundError:
-        continue
-    off = 0
-    while off + 32 <= len(img):
-        magic, state, klen, ver, _, plen = struct.unpack_from("<IIHHIQ", img, off)
-        if magic != 0x5253564E or ver != 1 or klen == 0 or off + 32 + klen + plen > len(img):
-            break
-        if state != 0x44414544:
-            print(os.path.join(root, img[off + 32:off + 32 + klen].decode("ascii", "replace")))
-        off += (32 + klen + plen + 7) & ~7
-PY
-	return 0
-}
+# (tests/integration/slots.py reads them).
+NV_SLOTS_PY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/slots.py
+nv_slot_files() { python3 "$NV_SLOTS_PY" "$DATA/objects" | sort; }
+
+# nv_slot_exists PATH: PATH (as nv_slot_files names it) is a live slot,
+# as a file or as a segment record.
+nv_slot_exists() { [ -e "$1" ] || nv_slot_files | grep -qxF -- "$1"; }
 
 # nv_no_slots: no chain slot object is left in the directory store.
 nv_no_slots() { [ -z "$(nv_slot_files)" ]; }
