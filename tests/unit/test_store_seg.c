@@ -552,6 +552,30 @@ static void test_store_seg_file_slots(void **state)
 	assert_int_equal(count_segments(f->root), 0);
 }
 
+/* A chain's next segment does not fit on a full disk (fallocate fails
+ * with ENOSPC) while the record itself would: the put gets a segment of
+ * the record's size (a put with STORE_RESERVE, as recovery's settlement
+ * on a full disk makes, must not fail on the segment's preallocation). */
+static void test_store_seg_full_disk_smaller_segment(void **state)
+{
+	struct fx *f = *state;
+	char path[128];
+
+	assert_int_equal(nv_fp_arm("dir.seg_falloc=error:28@1-1"), 0);
+	assert_int_equal(put_slot(f->s, 5), 0);
+	nv_fp_reset();
+	assert_int_equal(check_slot(f->s, 5), 1);
+	assert_true(segment_path(f->root, 0, path, sizeof(path)) < (off_t)SEG_BYTES / 4);
+	assert_int_equal(put_slot(f->s, 6), 0);
+	reopen(f, true);
+	assert_int_equal(check_slot(f->s, 5), 1);
+	assert_int_equal(check_slot(f->s, 6), 1);
+	/* Not a full disk: the error stands. */
+	assert_int_equal(nv_fp_arm("dir.seg_falloc=error"), 0);
+	assert_int_not_equal(put_slot(f->s, 900), 0);
+	nv_fp_reset();
+}
+
 /* ------------------------------------------------- scanning dead records */
 
 struct img {
@@ -649,6 +673,7 @@ int main(void)
 		T(test_store_seg_one_writer),
 		T(test_store_seg_file_slots),
 		T(test_store_seg_scan_skips_dead_payloads),
+		T(test_store_seg_full_disk_smaller_segment),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
