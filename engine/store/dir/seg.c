@@ -301,7 +301,7 @@ static int file_create_locked(struct dir_store *d, uint64_t cap, uint64_t need,
 	struct dir_segs *s = d->segs;
 	char name[SEG_NAME_MAX];
 	struct seg_file *f;
-	int fd = -1, rc, tries = 0;
+	int fd = -1, rc, tries = 0, e;
 
 	do {
 		snprintf(name, sizeof(name), SEG_NAME_FMT, s->next_id++);
@@ -314,17 +314,11 @@ static int file_create_locked(struct dir_store *d, uint64_t cap, uint64_t need,
 		cap = need;
 		rc = flags & STORE_RESERVE ? 0 : dir_headroom_for(d, fd, key, cap);
 	}
-	if (!rc) {
-		int e = seg_allocate(fd, cap);
-
-		/* A failed fallocate may leave blocks taken: cut them first. */
-		if (e == -ENOSPC && cap > need && ftruncate(fd, 0) == 0) {
-			cap = need;
-			e = seg_allocate(fd, cap);
-		}
-		if (e)
-			rc = dir_fail(d, "fallocate segment for", key, -e);
-	}
+	e = rc ? 0 : seg_allocate(fd, cap);
+	if (e == -ENOSPC && cap > need && !ftruncate(fd, 0))
+		e = seg_allocate(fd, cap = need); /* the truncate freed what it took */
+	if (e)
+		rc = dir_fail(d, "fallocate segment for", key, -e);
 	if (!rc && (rc = NV_FP("dir.seg_create")) == 0 && (fsync(fd) < 0 || fsync(s->dfd) < 0))
 		rc = dir_fail(d, "fsync new segment for", key, errno);
 	if (rc || !(f = calloc(1, sizeof(*f)))) {
