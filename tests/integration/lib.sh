@@ -610,12 +610,14 @@ nv_threads() {
 	awk '/^Threads:/ { print $2 }' "/proc/$1/status"
 }
 
-# nv_segments_opt: ",slot_segments=1" when NOVAFS_TEST_SEGMENTS=1 (run a
-# suite with chain slots in the directory store's segment files; tests
-# that look at slot files on disk then see none).
+# nv_segments_opt: how chain slots are kept on the directory store, from
+# NOVAFS_TEST_SEGMENTS: 1 ",slot_segments=1", 0 ",slot_segments=0" (slot
+# files: make check-slot-files runs the crash and failpoint suites so),
+# unset the default (segments on the data directory's own store).
 nv_segments_opt() {
-	[ "${NOVAFS_TEST_SEGMENTS:-0}" = 1 ] && printf ',slot_segments=1'
-	return 0
+	case ${NOVAFS_TEST_SEGMENTS:-} in
+	0 | 1) printf ',slot_segments=%s' "$NOVAFS_TEST_SEGMENTS" ;;
+	esac
 }
 
 # nv_spawn [OPTS]: start the daemon like nv_start but do not wait for the
