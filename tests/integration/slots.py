@@ -6,8 +6,9 @@
 # length; checksums are not checked here), each named as the file of the
 # same key would be (OBJECTS/<key>).
 #
-# For: tests/integration/lib.sh nv_slot_files, and samplers that watch
-# slots disappear (tests/integration/t_settle.sh) through live_slots().
+# For: tests/integration/lib.sh nv_slot_files, samplers that watch slots
+# disappear (tests/integration/t_settle.sh: segment_slots()), and
+# bench/settle.sh's copy of the live slot bytes (live_records()).
 # Not for: settled objects (always plain files: test them with -e / -f).
 #
 # Usage: slots.py OBJECTS   prints every live slot, one a line, unsorted.
@@ -22,7 +23,13 @@ DEAD = 0x44414544
 
 def segment_slots(root):
     """The paths of the live records of every segment under root/#seg."""
-    out = set()
+    return set(r[0] for r in segment_records(root))
+
+
+def segment_records(root):
+    """(path, segment file, payload offset, payload length) of every live
+    record of the segments under root/#seg."""
+    out = []
     seg = os.path.join(root, "#seg")
     try:
         names = sorted(os.listdir(seg))
@@ -48,7 +55,8 @@ def segment_slots(root):
                     break
                 key = f.read(klen)
                 if state != DEAD:
-                    out.add(os.path.join(root, key.decode("ascii", "replace")))
+                    out.append((os.path.join(root, key.decode("ascii", "replace")),
+                                f.name, off + HDR + klen, plen))
                 off += (HDR + klen + plen + 7) & ~7
     return out
 
@@ -63,6 +71,12 @@ def file_slots(root):
 
 def live_slots(root):
     return file_slots(root) | segment_slots(root)
+
+
+def live_records(root):
+    """(path, file, offset, length) of every live slot's bytes."""
+    recs = [(p, p, 0, os.path.getsize(p)) for p in sorted(file_slots(root))]
+    return recs + segment_records(root)
 
 
 if __name__ == "__main__":
