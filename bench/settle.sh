@@ -47,6 +47,7 @@
 set -euo pipefail
 DEFER_SETTLE=0
 . "$(dirname "$0")/lib.sh"
+SLOTS_PY=$ROOT_DIR/tests/integration/slots.py
 
 : "${SIZE_MB:=256}"
 : "${REPS:=3}"
@@ -135,7 +136,7 @@ all_settled() {
 	for f in "$@"; do
 		[ "$(xattr "$f" user.nova.settled)" = "$(xattr "$f" user.nova.seq)" ] || return 1
 	done
-	[ "$(find "$DATA/objects/chains" -type f 2>/dev/null | wc -l)" = 0 ]
+	[ -z "$(python3 "$SLOTS_PY" "$DATA/objects")" ]
 }
 
 # era_sums FROM_LINE: "bytes ms eras" of the settle log lines after line FROM_LINE.
@@ -150,14 +151,26 @@ for line in sys.stdin:
 print(b, ms, n)'
 }
 
-# local_copy: seconds to copy every slot file into one file and fsync it,
-# caches dropped first (the bytes a settle must read and write once).
+# local_copy: seconds to copy every live slot's bytes (slot files or
+# segment records) into one file and fsync it, caches dropped first (the
+# bytes a settle must read and write once).
 local_copy() {
 	local t0 t1 out=$B_TMP/local-copy.dat
 	drop_caches
 	t0=$(now)
-	find "$DATA/objects/chains" -type f -print0 | sort -z | xargs -0 cat > "$out"
-	sync "$out"
+	python3 - "$(dirname "$SLOTS_PY")" "$DATA/objects" "$out" <<'PY'
+import os, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from slots import live_records
+with open(sys.argv[3], "wb") as out:
+    for _, path, off, n in live_records(sys.argv[2]):
+        with open(path, "rb") as f:
+            f.seek(off)
+            out.write(f.read(n))
+    out.flush()
+    os.fsync(out.fileno())
+PY
 	t1=$(now)
 	rm -f "$out"
 	calc "$t1 - $t0"

@@ -24,16 +24,20 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The standard bucket at url: with slot_segments, a directory store is
- * opened with its chain slots in segment files (engine/store/dir.h);
- * every other URL as store_open() does. */
-static int open_standard(const struct stack_cfg *cfg, const char *url, struct store **out)
+/* The standard bucket at url (own: the data directory's own store): with
+ * slot_segments ON, or OWN and own, a directory store is opened with its
+ * chain slots in segment files (engine/store/dir.h); every other URL as
+ * store_open() does. */
+static int open_standard(const struct stack_cfg *cfg, const char *url, bool own,
+			 struct store **out)
 {
 	struct dir_store_opts o = { .slot_segments = true };
+	bool segs = cfg->slot_segments == STACK_SEGMENTS_ON ||
+		    (cfg->slot_segments == STACK_SEGMENTS_OWN && own);
 
-	if (cfg->slot_segments && !strncmp(url, "dir:/", 5))
+	if (segs && !strncmp(url, "dir:/", 5))
 		return dir_store_open_opts(url + 4, &o, out);
-	if (cfg->slot_segments && url[0] == '/')
+	if (segs && url[0] == '/')
 		return dir_store_open_opts(url, &o, out);
 	return store_open(url, out);
 }
@@ -50,7 +54,7 @@ static int open_store(const struct stack_cfg *cfg, struct store **out, struct st
 		snprintf(why->url, sizeof(why->url), "%s", cfg->store_url);
 	else
 		snprintf(why->url, sizeof(why->url), "dir:%s/objects", cfg->data_dir);
-	rc = open_standard(cfg, why->url, &std);
+	rc = open_standard(cfg, why->url, !cfg->store_url, &std);
 	if (rc)
 		return rc;
 	if (cfg->express_urls && *cfg->express_urls) {

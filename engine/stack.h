@@ -32,6 +32,13 @@
 #include "engine/store/store.h"
 #include "meta/kv.h"
 
+/* stack_cfg.slot_segments.  Only one process may write a directory
+ * store's segments (dir.h), and a store=dir: URL may be shared by several
+ * stars, so the default keeps them to the data directory's own store. */
+#define STACK_SEGMENTS_OFF 0u /* every slot a file of its own */
+#define STACK_SEGMENTS_ON 1u  /* segments on any directory store */
+#define STACK_SEGMENTS_OWN 2u /* segments on DATA_DIR/objects only */
+
 struct stack_cfg {
 	const char *data_dir;     /* required: where the defaults live */
 	const char *store_url;    /* NULL: dir:DATA_DIR/objects */
@@ -45,8 +52,9 @@ struct stack_cfg {
 	const char *meta_check;   /* NULL or "off": none; "quick": refuse a
 				   * metastore whose kv_quick_check() finds
 				   * damage; "warn": log the damage, open anyway */
-	bool slot_segments;       /* a directory store (dir:/path or /path) keeps
-				   * chain slots in segment files (dir.h) */
+	unsigned slot_segments;   /* STACK_SEGMENTS_*: which directory store
+				   * (dir:/path or /path) keeps chain slots in
+				   * segment files (dir.h) */
 };
 
 /* The stack: the store every module writes through (router and faults

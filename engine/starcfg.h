@@ -48,8 +48,8 @@ struct star_cfg {
 	uint64_t put_timeout_ns;
 	unsigned put_window;
 	unsigned group_commit;     /* 1: chain_cfg.group_commit */
-	unsigned slot_segments;    /* 1: a directory store keeps chain slots in
-				    * segment files (engine/store/dir.h) */
+	unsigned slot_segments;    /* stack_cfg.slot_segments: STACK_SEGMENTS_*
+				    * of engine/stack.h */
 	unsigned chunk_kib;
 	int zstd_level;
 	unsigned prefetch_threads;

@@ -100,8 +100,8 @@
 	    "slot PUTs in flight per chain")                                                  \
 	NUM(group_commit, u, "0|1", 0, 0, 1, U_1, STAR(group_commit),                         \
 	    "while a PUT is in flight, seal when one returns instead of at linger")          \
-	NUM(slot_segments, u, "0|1", 0, 0, 1, U_1, STAR(slot_segments),                       \
-	    "directory store: chain slots in segment files, one flush each")                 \
+	NUM(slot_segments, u, "0|1|2", 2, 0, 2, U_1, STAR(slot_segments),                     \
+	    "directory store: chain slots in segment files, one flush each (2: own store)")   \
 	NUM(put_timeout_s, u, "N", 10, 1, DAYS(1), U_S, STAR(put_timeout_ns),                 \
 	    "retry a failing slot PUT this long, then fail the writes and halt the chain")    \
 	NUM(chunk_kib, u, "N", 512, 4, 16384, U_1, STAR(chunk_kib),                           \

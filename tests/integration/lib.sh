@@ -451,36 +451,13 @@ nv_wait_settled() {
 # nv_slot_files: the chain slot objects in the directory store, one a line:
 # the slot files, and (-o slot_segments) the live records of the segment
 # files in $DATA/objects/#seg, named as the file of the same key would be
-# (engine/store/dir/segfmt.h: magic, state, key length, payload length;
-# checksums are not checked here).
-nv_slot_files() { nv_slot_files_unsorted | sort; }
-nv_slot_files_unsorted() {
-	if [ -d "$DATA/objects/chains" ]; then
-		find "$DATA/objects/chains" -type f ! -name '*#*'
-	fi
-	[ -d "$DATA/objects/#seg" ] && python3 - "$DATA/objects" <<'PY'
-import os, struct, sys
-root = sys.argv[1]
-seg = os.path.join(root, "#seg")
-for name in sorted(os.listdir(seg)):
-    if not name.endswith(".seg"):
-        continue
-    try:
-        with open(os.path.join(seg, name), "rb") as f:
-            img = f.read()
-    except FileNotFoundError:
-        continue
-    off = 0
-    while off + 32 <= len(img):
-        magic, state, klen, ver, _, plen = struct.unpack_from("<IIHHIQ", img, off)
-        if magic != 0x5253564E or ver != 1 or klen == 0 or off + 32 + klen + plen > len(img):
-            break
-        if state != 0x44414544:
-            print(os.path.join(root, img[off + 32:off + 32 + klen].decode("ascii", "replace")))
-        off += (32 + klen + plen + 7) & ~7
-PY
-	return 0
-}
+# (tests/integration/slots.py reads them).
+NV_SLOTS_PY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/slots.py
+nv_slot_files() { python3 "$NV_SLOTS_PY" "$DATA/objects" | sort; }
+
+# nv_slot_exists PATH: PATH (as nv_slot_files names it) is a live slot,
+# as a file or as a segment record.
+nv_slot_exists() { [ -e "$1" ] || nv_slot_files | grep -qxF -- "$1"; }
 
 # nv_no_slots: no chain slot object is left in the directory store.
 nv_no_slots() { [ -z "$(nv_slot_files)" ]; }
@@ -633,12 +610,14 @@ nv_threads() {
 	awk '/^Threads:/ { print $2 }' "/proc/$1/status"
 }
 
-# nv_segments_opt: ",slot_segments=1" when NOVAFS_TEST_SEGMENTS=1 (run a
-# suite with chain slots in the directory store's segment files; tests
-# that look at slot files on disk then see none).
+# nv_segments_opt: how chain slots are kept on the directory store, from
+# NOVAFS_TEST_SEGMENTS: 1 ",slot_segments=1", 0 ",slot_segments=0" (slot
+# files: make check-slot-files runs the crash and failpoint suites so),
+# unset the default (segments on the data directory's own store).
 nv_segments_opt() {
-	[ "${NOVAFS_TEST_SEGMENTS:-0}" = 1 ] && printf ',slot_segments=1'
-	return 0
+	case ${NOVAFS_TEST_SEGMENTS:-} in
+	0 | 1) printf ',slot_segments=%s' "$NOVAFS_TEST_SEGMENTS" ;;
+	esac
 }
 
 # nv_spawn [OPTS]: start the daemon like nv_start but do not wait for the

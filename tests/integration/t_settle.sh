@@ -154,7 +154,7 @@ missing=$(comm -23 <(listed_keys) <(stored_keys))
 say "ok: the store holds exactly the $(listed_keys | wc -l) settled objects the layouts name"
 
 nv_await $((GRACE + 15)) "every retired chain slot to be deleted ($(nv_slot_files | wc -l) left)" nv_no_slots
-say "ok: no chain slot left under objects/chains"
+say "ok: no chain slot left in the store"
 for k in settle_jobs settled_objects slots_deleted slots_written; do
 	v=$(nv_stat "$k")
 	((v > 0)) || fail "stats $k is $v, expected > 0"
@@ -170,7 +170,10 @@ old_tail=$(nv_layout "$B/cold" | jq -r '.settled_objects[-1].key')
 # The sampler notes, every 50 ms, when each watched file disappears.
 cat > "$NV_TMP/sampler.py" <<'PY'
 import os, sys, time
-stop, out, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+sys.dont_write_bytecode = True
+sys.path.insert(0, sys.argv[1])
+from slots import segment_slots
+root, stop, out, paths = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 gone = {}
 # The test makes the stop file once it saw every file gone, maybe before
 # the sampler did: a pass that starts after the stop file exists sees
@@ -178,8 +181,10 @@ gone = {}
 while True:
     stopping = os.path.exists(stop)
     now = time.time()
+    # A slot may be a file or a segment record (-o slot_segments).
+    in_segments = segment_slots(root)
     for p in paths:
-        if p not in gone and not os.path.exists(p):
+        if p not in gone and not os.path.exists(p) and p not in in_segments:
             gone[p] = now
     if stopping:
         break
@@ -198,7 +203,8 @@ mapfile -t slots < <(nv_slot_files)
 printf '%s\n' "${slots[@]}" | grep -q /express/ || fail "no express slot among ${slots[*]}"
 printf '%s\n' "${slots[@]}" | grep -q /standard/ || fail "no standard slot among ${slots[*]}"
 say "new slot files: ${#slots[@]} (${slots[*]##*/chains/})"
-python3 "$NV_TMP/sampler.py" "$NV_TMP/sampler.stop" "$NV_TMP/sampler.out" \
+python3 "$NV_TMP/sampler.py" "$(dirname "$NV_SLOTS_PY")" "$DATA/objects" \
+	"$NV_TMP/sampler.stop" "$NV_TMP/sampler.out" \
 	"${slots[@]}" "$DATA/objects/$old_tail" &
 p_sampler=$!
 nv_bg "$p_sampler"
@@ -228,12 +234,12 @@ T_early=$(awk -v a="$T_cold" -v b="$T_fast" 'BEGIN { print (a < b ? a : b) }')
 # 2 s after the earlier settle, everything must still be there.
 while awk -v a="$T_early" -v b="$EPOCHREALTIME" 'BEGIN { exit !(b - a < 2) }'; do sleep 0.05; done
 for p in "${slots[@]}" "$DATA/objects/$old_tail"; do
-	[ -e "$p" ] || fail "${p#"$DATA"/objects/} was deleted less than 2 s after its settle, before the ${GRACE}s read grace"
+	nv_slot_exists "$p" || fail "${p#"$DATA"/objects/} was deleted less than 2 s after its settle, before the ${GRACE}s read grace"
 done
 say "ok: 2 s after the settle the old slots and the replaced tail revision still exist"
 gone_all() {
 	local p
-	for p in "${slots[@]}" "$DATA/objects/$old_tail"; do [ ! -e "$p" ] || return 1; done
+	for p in "${slots[@]}" "$DATA/objects/$old_tail"; do ! nv_slot_exists "$p" || return 1; done
 }
 nv_await $((GRACE + 6)) "the old slots and tail revision to be deleted after the ${GRACE}s grace" gone_all
 : > "$NV_TMP/sampler.stop"

@@ -4,7 +4,7 @@
  * spec add, that a failure names its layer and leaves nothing open, and
  * that meta_must_exist refuses to create a metastore, and that
  * meta_check refuses (quick), logs (warn) or skips (off, NULL) a damaged
- * one.
+ * one, and which directory store keeps chain slots in segment files.
  *
  * Every case works in its own mkdtemp() data directory with directory
  * stores and SQLite; nothing leaves the machine.
@@ -281,6 +281,53 @@ static void test_stack_faults_on_top(void **state)
 	stack_close(&stk);
 }
 
+/* The default (STACK_SEGMENTS_OWN): chain slots go to segment files on
+ * the data directory's own store, and stay files on a store=dir: URL,
+ * which two stars (two processes) may share, and both write slots there;
+ * with ON the second writer of a shared store's segments is refused. */
+static void test_stack_segments_own_store_only(void **state)
+{
+	struct fx *f = *state;
+	char store[128], da[128], db[128];
+	const char *ka = "chains/standard/sa/0000000000000001/0000000000000000";
+	const char *kb = "chains/standard/sb/0000000000000001/0000000000000000";
+	struct stack_cfg cfg = { .data_dir = f->dir, .slot_segments = STACK_SEGMENTS_OWN };
+	struct stack_cfg ca = { .data_dir = da, .store_url = store,
+				.slot_segments = STACK_SEGMENTS_OWN };
+	struct stack_cfg cb = ca;
+	struct stack a, b;
+
+	assert_int_equal(stack_open(&cfg, &a, NULL), 0);
+	assert_int_equal(put_one(&a, ka), 0);
+	stack_close(&a);
+	assert_true(exists(in_dir(f, "objects/#seg")));
+	assert_false(exists(in_dir(f, "objects/chains")));
+
+	snprintf(store, sizeof(store), "dir:%s/shared", f->dir);
+	snprintf(da, sizeof(da), "%s/a", f->dir);
+	snprintf(db, sizeof(db), "%s/b", f->dir);
+	cb.data_dir = db;
+	assert_int_equal(mkdir(da, 0755), 0);
+	assert_int_equal(mkdir(db, 0755), 0);
+	assert_int_equal(stack_open(&ca, &a, NULL), 0);
+	assert_int_equal(stack_open(&cb, &b, NULL), 0);
+	assert_int_equal(put_one(&a, ka), 0);
+	assert_int_equal(put_one(&b, kb), 0);
+	stack_close(&a);
+	stack_close(&b);
+	assert_true(exists(in_dir(f, "shared/chains/standard/sa/0000000000000001/0000000000000000")));
+	assert_true(exists(in_dir(f, "shared/chains/standard/sb/0000000000000001/0000000000000000")));
+	assert_false(exists(in_dir(f, "shared/#seg")));
+
+	ca.slot_segments = cb.slot_segments = STACK_SEGMENTS_ON;
+	assert_int_equal(stack_open(&ca, &a, NULL), 0);
+	assert_int_equal(stack_open(&cb, &b, NULL), 0);
+	assert_int_equal(put_one(&a, "chains/standard/sa/0000000000000001/0000000000000001"), 0);
+	assert_int_not_equal(put_one(&b, "chains/standard/sb/0000000000000001/0000000000000001"), 0);
+	stack_close(&a);
+	stack_close(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +339,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stack_failure_names_layer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stack_express_and_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stack_faults_on_top, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stack_segments_own_store_only, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

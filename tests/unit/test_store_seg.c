@@ -34,7 +34,9 @@
 #include <cmocka.h>
 
 #include "engine/store/dir.h"
+#include "engine/store/dir/segfmt.h"
 #include "engine/store/store.h"
+#include "src/base/crc32c.h"
 #include "src/base/failpoint.h"
 
 #define SEG_BYTES (256u * 1024)
@@ -550,6 +552,112 @@ static void test_store_seg_file_slots(void **state)
 	assert_int_equal(count_segments(f->root), 0);
 }
 
+/* A chain's next segment does not fit on a full disk (fallocate fails
+ * with ENOSPC) while the record itself would: the put gets a segment of
+ * the record's size (a put with STORE_RESERVE, as recovery's settlement
+ * on a full disk makes, must not fail on the segment's preallocation). */
+static void test_store_seg_full_disk_smaller_segment(void **state)
+{
+	struct fx *f = *state;
+	char path[128];
+
+	assert_int_equal(nv_fp_arm("dir.seg_falloc=error:28@1-1"), 0);
+	assert_int_equal(put_slot(f->s, 5), 0);
+	nv_fp_reset();
+	assert_int_equal(check_slot(f->s, 5), 1);
+	assert_true(segment_path(f->root, 0, path, sizeof(path)) < (off_t)SEG_BYTES / 4);
+	assert_int_equal(put_slot(f->s, 6), 0);
+	reopen(f, true);
+	assert_int_equal(check_slot(f->s, 5), 1);
+	assert_int_equal(check_slot(f->s, 6), 1);
+	/* Not a full disk: the error stands. */
+	assert_int_equal(nv_fp_arm("dir.seg_falloc=error"), 0);
+	assert_int_not_equal(put_slot(f->s, 900), 0);
+	nv_fp_reset();
+}
+
+/* ------------------------------------------------- scanning dead records */
+
+struct img {
+	uint8_t *b;
+	uint64_t size;
+	uint64_t lo, hi;  /* a range no read may touch */
+	int touched;      /* reads that did */
+	uint64_t read;    /* bytes read */
+};
+
+static long img_read(void *ctx, uint64_t off, void *buf, size_t len)
+{
+	struct img *m = ctx;
+	size_t n = off >= m->size ? 0 : (size_t)(m->size - off < len ? m->size - off : len);
+
+	if (n && off < m->hi && off + n > m->lo)
+		m->touched++;
+	memcpy(buf, m->b + off, n);
+	m->read += n;
+	return (long)n;
+}
+
+/* Append a record of key and len bytes of payload(seed) at *off. */
+static void img_put(struct img *m, uint64_t *off, const char *key, uint64_t seed, bool dead)
+{
+	static uint8_t data[MAXLEN];
+	size_t klen = strlen(key), len = payload(seed, data);
+	uint8_t *h = m->b + *off;
+	uint32_t crc = dir_seg_encode_head(h, key, klen, len);
+
+	memcpy(h + DIR_SEG_HDR, key, klen);
+	memcpy(h + DIR_SEG_HDR + klen, data, len);
+	dir_seg_set_data_crc(h, nv_crc32c(crc, data, len));
+	if (dead)
+		memcpy(h + DIR_SEG_STATE_OFF, "DEAD", 4);
+	*off += dir_seg_rec_size(klen, len);
+}
+
+struct seen {
+	int live, dead;
+};
+
+static int count_rec(void *arg, const struct dir_seg_rec *r)
+{
+	struct seen *s = arg;
+
+	if (r->dead)
+		s->dead++;
+	else
+		s->live++;
+	return 0;
+}
+
+/* A scan reports a dead record from its header alone: its payload is
+ * never read (so opening a store costs its live bytes), and the records
+ * after it are still found. */
+static void test_store_seg_scan_skips_dead_payloads(void **state)
+{
+	struct img m = { .size = 4 * MAXLEN };
+	char key[STORE_KEY_MAX];
+	struct seen seen = { 0, 0 };
+	uint64_t off = 0, end = 0;
+	unsigned skipped = 9;
+
+	(void)state;
+	assert_non_null(m.b = calloc(1, m.size));
+	img_put(&m, &off, slot_key(key, sizeof(key), 1), 1, false);
+	m.lo = off + DIR_SEG_HDR + strlen(key);
+	img_put(&m, &off, slot_key(key, sizeof(key), 2), 2, true);
+	m.hi = off;
+	img_put(&m, &off, slot_key(key, sizeof(key), 3), 3, false);
+	/* Damage the dead payload: a scan that read it would skip it as torn. */
+	m.b[m.lo] ^= 0xff;
+	assert_int_equal(dir_seg_scan(img_read, &m, m.size, count_rec, &seen, &end, &skipped), 0);
+	assert_int_equal(seen.live, 2);
+	assert_int_equal(seen.dead, 1);
+	assert_int_equal(skipped, 0);
+	assert_int_equal(end, off);
+	assert_int_equal(m.touched, 0);
+	free(m.b);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -564,6 +672,8 @@ int main(void)
 		T(test_store_seg_write_failure),
 		T(test_store_seg_one_writer),
 		T(test_store_seg_file_slots),
+		T(test_store_seg_scan_skips_dead_payloads),
+		T(test_store_seg_full_disk_smaller_segment),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

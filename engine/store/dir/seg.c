@@ -277,15 +277,31 @@ static int writer_lock_locked(struct dir_store *d)
 	return 0;
 }
 
+/* Preallocate cap bytes of the new segment fd: 0 or -errno. */
+static int seg_allocate(int fd, uint64_t cap)
+{
+	int rc = NV_FP("dir.seg_falloc");
+
+	if (rc)
+		return rc;
+	if (fallocate(fd, 0, 0, (off_t)cap) == 0)
+		return 0;
+	if (errno == EOPNOTSUPP && ftruncate(fd, (off_t)cap) == 0)
+		return 0; /* no preallocation here: a sparse file still works */
+	return -errno;
+}
+
 /* Create a segment of cap bytes, or of need bytes when the reserve does
- * not leave room for cap (invariant 2).  0 and *out, or a store error. */
+ * not leave room for cap or the file system has no cap bytes left (a put
+ * that may take the reserve, STORE_RESERVE, on a full disk): invariant 2.
+ * 0 and *out, or a store error. */
 static int file_create_locked(struct dir_store *d, uint64_t cap, uint64_t need,
 			      unsigned flags, const char *key, struct seg_file **out)
 {
 	struct dir_segs *s = d->segs;
 	char name[SEG_NAME_MAX];
 	struct seg_file *f;
-	int fd = -1, rc, tries = 0;
+	int fd = -1, rc, tries = 0, e;
 
 	do {
 		snprintf(name, sizeof(name), SEG_NAME_FMT, s->next_id++);
@@ -298,12 +314,11 @@ static int file_create_locked(struct dir_store *d, uint64_t cap, uint64_t need,
 		cap = need;
 		rc = flags & STORE_RESERVE ? 0 : dir_headroom_for(d, fd, key, cap);
 	}
-	if (!rc && fallocate(fd, 0, 0, (off_t)cap) < 0) {
-		if (errno == EOPNOTSUPP && ftruncate(fd, (off_t)cap) == 0)
-			; /* no preallocation here: a sparse file still works */
-		else
-			rc = dir_fail(d, "fallocate segment for", key, errno);
-	}
+	e = rc ? 0 : seg_allocate(fd, cap);
+	if (e == -ENOSPC && cap > need && !ftruncate(fd, 0))
+		e = seg_allocate(fd, cap = need); /* the truncate freed what it took */
+	if (e)
+		rc = dir_fail(d, "fallocate segment for", key, -e);
 	if (!rc && (rc = NV_FP("dir.seg_create")) == 0 && (fsync(fd) < 0 || fsync(s->dfd) < 0))
 		rc = dir_fail(d, "fsync new segment for", key, errno);
 	if (rc || !(f = calloc(1, sizeof(*f)))) {

@@ -144,11 +144,12 @@ int dir_seg_scan(dir_seg_read_fn rd, void *ctx, uint64_t size, dir_seg_visit_fn 
 		rc = judge_head(rd, ctx, size, off, hdr, r);
 		if (rc <= 0)
 			break; /* 0: nothing after this header can be located */
-		rc = judge_data(rd, ctx, r, hdr, buf);
+		/* A dead record's payload is not read (invariant 5). */
+		r->dead = nv_get_le32(hdr + DIR_SEG_STATE_OFF) == DIR_SEG_DEAD;
+		rc = r->dead ? 1 : judge_data(rd, ctx, r, hdr, buf);
 		if (rc < 0)
 			break;
 		if (rc == 1) {
-			r->dead = nv_get_le32(hdr + DIR_SEG_STATE_OFF) == DIR_SEG_DEAD;
 			rc = visit(arg, r);
 			if (rc)
 				break;

@@ -36,6 +36,13 @@
  *     hide a live one.
  *  4. The scan reads through the caller's read function only, at most
  *     DIR_SEG_SCAN_BUF bytes at a time, and never past size.
+ *  5. The payload of a record whose state reads "DEAD" is never read nor
+ *     checksummed: it is reported dead on its header alone (a record is
+ *     marked dead only after its put was acked, so its payload held; and
+ *     a dead record is never read again).  A scan reads the headers and
+ *     keys of every record but the payloads of live ones only, so opening
+ *     a store costs its live slot bytes, not every byte ever written
+ *     into segments that are not yet all dead.
  */
 #ifndef NOVAFS_DIR_SEGFMT_H
 #define NOVAFS_DIR_SEGFMT_H
@@ -85,7 +92,7 @@ typedef long (*dir_seg_read_fn)(void *ctx, uint64_t off, void *buf, size_t len);
 typedef int (*dir_seg_visit_fn)(void *arg, const struct dir_seg_rec *r);
 
 /*
- * Scan an image of size bytes from offset 0 (invariants 1-4), calling
+ * Scan an image of size bytes from offset 0 (invariants 1-5), calling
  * visit for each valid record in order.  *end (may be NULL) gets the
  * offset after the last record that was valid or skipped; *skipped (may
  * be NULL) the number of torn payloads skipped.  Returns 0, a read error,
