@@ -32,6 +32,7 @@ static int remote_errno(const struct nv_stream *s, const struct lease_holder *h,
 	case -ENOSPC:
 	case -EHOSTUNREACH:
 	case -EAGAIN:
+	case -ETIMEDOUT:
 		break;
 	case -STAR_ENOTOWNER:
 		rc = -EAGAIN;

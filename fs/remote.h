@@ -17,7 +17,9 @@
  *     EHOSTUNREACH (the holder cannot be reached, serves no star API, or
  *     this mount has no cluster_secret_file), EAGAIN (leadership is
  *     moving: NOT_OWNER after the one redial, a stale redirect, a vacant
- *     stream), EIO (the holder refused this mount's secret, or answered
+ *     stream), ETIMEDOUT (the holder got the request and did not
+ *     answer in time, or its lease deadline passed: an append is in
+ *     doubt), EIO (the holder refused this mount's secret, or answered
  *     nonsense; logged), or the holder's own refusal (ENOENT, EFBIG,
  *     ENOSPC).
  */
