@@ -128,7 +128,7 @@ print("%d records, %d acked, %d failed" % (len(data.split(b"\n")) - 1, acked_all
 PY
 # errnames LOG...: the failures by errno name.
 errnames() { cat "$@" | awk '$1 == "err" { print $3 }' | sort | uniq -c | tr -s ' \n' ' '; }
-acks() { grep -c '^ack' "$1" || true; }
+acks() { local n; n=$(grep -c '^ack' "$1" 2>/dev/null) || true; echo "${n:-0}"; }
 acks_at_least() { (($(acks "$1") >= $2)); }
 
 # 1. Star 0 takes the vacant stream with one record of its own; then

@@ -8,7 +8,8 @@
  * it was given.  Pins remote.h invariant 2 (the errno table of
  * novafs(8) ERRORS): EHOSTUNREACH without a client, for a holder without
  * a star API or out of reach; EAGAIN for NOT_OWNER after the redial and
- * for a stream that went vacant; ETIMEDOUT (in doubt) passed on; EIO for a refused secret or nonsense;
+ * for a stream that went vacant; ETIMEDOUT (in doubt) passed on; EIO
+ * for a refused secret or nonsense;
  * the holder's own refusals passed on; and that the holder star_leader()
  * named is the one dialed, with the stream's bucket and name.
  */
