@@ -5,9 +5,10 @@
  * sends the request there through the cluster client (api/client.h),
  * which redials a NOT_OWNER once.
  *
- * For: fs/file.c's write and read paths.  Not for: the follow view
- * across hosts (a later part of the many-stars work), leases
- * (engine/lease.h).
+ * For: fs/file.c's write and read paths, the hot pages of fs/follow.c,
+ * and getattr's size in fs/ns.c.  Not for: following a stream across
+ * hosts (a subscription at the holder: a later part of the many-stars
+ * work), leases (engine/lease.h).
  *
  * Invariants:
  *  1. A remote append is answered only when the holder acked it

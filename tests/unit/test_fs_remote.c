@@ -2,10 +2,11 @@
  * test_fs_remote.c - unit tests for fs/remote.c: what a user meets when
  * an append or a hot read goes to the star that leads the stream.
  *
- * fs/remote.c is linked alone against stubs of the two calls it makes
- * below it: star_leader() (engine/lease.h) and the cluster client
- * (api/client.h), each answering what the case sets, and recording what
- * it was given.  Pins remote.h invariant 2 (the errno table of
+ * fs/remote.c is linked alone against stubs of the calls it makes below
+ * it: star_leader() and star_lead_check() (engine/lease.h) and the
+ * cluster client (api/client.h), each answering what the case sets, and
+ * recording what it was given.  Also pins invariant 3 (the holder's size
+ * and bytes for a stream led elsewhere).  Pins remote.h invariant 2 (the errno table of
  * novafs(8) ERRORS): EHOSTUNREACH without a client, for a holder without
  * a star API or out of reach; EAGAIN for NOT_OWNER after the redial and
  * for a stream that went vacant; ETIMEDOUT (in doubt) passed on; EIO
