@@ -117,7 +117,9 @@ for log in sys.argv[2:]:
     if len(got) != len(set(got)):
         sys.exit("%s: a record twice: %r" % (name, [n for n, c in collections.Counter(got).items() if c > 1][:5]))
     if got != sorted(got):
-        sys.exit("%s: its records out of order" % name)
+        i = next(i for i in range(1, len(got)) if got[i] < got[i - 1])
+        sys.exit("%s: its records out of order: ... %r ... (%d of them)" %
+                 (name, got[max(0, i - 3):i + 3], len(got)))
     if acked - set(got):
         sys.exit("%s: acked records missing: %r" % (name, sorted(acked - set(got))[:10]))
     if set(got) - acked - failed:
@@ -160,7 +162,10 @@ done
 logs1=("$NV_TMP/lead.log" "$NV_TMP/w0.1.log" "$NV_TMP/w1.1.log" "$NV_TMP/w2.1.log")
 [ -z "$(errnames "${logs1[@]}")" ] || fail "appends failed with no fault: $(errnames "${logs1[@]}")"
 say "ok: 3 writers x $N records acked in $(nv_elapsed "$t0") s"
-out=$(python3 "$NV_TMP/verify.py" "${M[0]}/b/s" "${logs1[@]}") || fail "star 0's view: $out"
+out=$(python3 "$NV_TMP/verify.py" "${M[0]}/b/s" "${logs1[@]}" 2>&1) || {
+	cp "${M[0]}/b/s" "$NV_TMP/stream.0" || true
+	fail "star 0's view: $out (a copy in $NV_TMP/stream.0)"
+}
 # stat on the stars that do not lead the stream (they hold it loaded
 # from before the appends): the holder's acked end within attr_timeout
 # (0 here), and the bytes past their own view read from the holder.
@@ -206,7 +211,10 @@ for i in 1 2; do
 		esac
 	done
 done
-out=$(python3 "$NV_TMP/verify.py" "${M[1]}/b/s" "${logs[@]}") || fail "star 1's view: $out"
+out=$(python3 "$NV_TMP/verify.py" "${M[1]}/b/s" "${logs[@]}" 2>&1) || {
+	cp "${M[1]}/b/s" "$NV_TMP/stream.1" || true
+	fail "star 1's view: $out (a copy in $NV_TMP/stream.1)"
+}
 nv_await 20 "star 2 reads what star 1 reads" cmp -s "${M[1]}/b/s" "${M[2]}/b/s"
 say "ok: $out: every acked record (the dead leader's too) once, in each writer's order; stars 1 and 2 read identical bytes"
 
