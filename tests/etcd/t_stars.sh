@@ -42,7 +42,6 @@ DB=$NV_TMP/data-b
 LOGB=$NV_TMP/novafs-b.log
 mkdir -p "$SHARED" "$MB" "$DB"
 : > "$LOGB"
-port() { nv_free_port; }
 SEC=$NV_TMP/secret
 head -c 32 /dev/urandom | base64 > "$SEC"
 chmod 600 "$SEC"
@@ -70,10 +69,8 @@ stars_cleanup() {
 trap stars_cleanup EXIT
 
 start_b() {
-	"$NOVAFS" -f -o "data_dir=$DB,star=sb,listen=127.0.0.1:$(port),cluster_secret_file=$SEC,$COMMON" "$MB" >> "$LOGB" 2>&1 &
-	B_PID=$!
-	nv_own "$B_PID"
-	nv_await 30 "star B mounts $MB" mountpoint -q "$MB"
+	nv_spawn_star "$MB" "$LOGB" "data_dir=$DB,star=sb,cluster_secret_file=$SEC,$COMMON"
+	B_PID=$NV_STAR_PID
 }
 
 # append FILE TEXT: one write(); prints OK or the errno name.
@@ -90,7 +87,7 @@ except OSError as e:
 PY
 }
 
-nv_start "star=sa,listen=127.0.0.1:$(port),cluster_secret_file=$SEC,$COMMON"
+nv_start_star "star=sa,cluster_secret_file=$SEC,$COMMON"
 start_b
 MA=$MNT
 say "stars A (pid $NV_PID) and B (pid $B_PID) on etcd $NOVAFS_ETCD_ENDPOINTS"
@@ -181,7 +178,7 @@ say "ok: every record A acked is on B exactly once, in order, then B's"
 
 # 4. A again; a writer on A through a SIGSTOP past the lease.  The
 #    writer logs every record's outcome and goes on after an error.
-nv_start "star=sa,listen=127.0.0.1:$(port),cluster_secret_file=$SEC,$COMMON"
+nv_start_star "star=sa,cluster_secret_file=$SEC,$COMMON"
 : > "$MA/b/t"
 cat > "$NV_TMP/writer.py" <<'PY'
 import errno, os, sys

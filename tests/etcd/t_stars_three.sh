@@ -59,13 +59,10 @@ star() {
 	M[i]=$NV_TMP/mnt-$i
 	L[i]=$NV_TMP/novafs-$i.log
 	mkdir -p "${M[i]}" "$NV_TMP/data-$i"
-	"$NOVAFS" -f -o "data_dir=$NV_TMP/data-$i,star=s$i,listen=127.0.0.1:$(nv_free_port),$COMMON" \
-		"${M[i]}" >> "${L[i]}" 2>&1 &
-	P[i]=$!
-	nv_own "${P[i]}"
-	nv_await 30 "star $i mounts ${M[i]}" mountpoint -q "${M[i]}"
+	nv_spawn_star "${M[i]}" "${L[i]}" "data_dir=$NV_TMP/data-$i,star=s$i,$COMMON"
+	P[i]=$NV_STAR_PID
 }
-nv_start "star=s0,listen=127.0.0.1:$(nv_free_port),$COMMON"
+nv_start_star "star=s0,$COMMON"
 star 1
 star 2
 say "three stars (pids $NV_PID ${P[1]} ${P[2]}) on etcd $NOVAFS_ETCD_ENDPOINTS"
