@@ -184,8 +184,13 @@ static bool epoch_note(struct api_client *cl, uint64_t key, uint64_t epoch)
 /* ------------------------------------------------------------ transfers */
 
 /* The one translation of libcurl's and HTTP's error spaces to errno. */
-static int status_to_errno(CURLcode cc, long status)
+static int status_to_errno(CURLcode cc, long status, bool sent)
 {
+	/* A request the holder may have received and not answered in time
+	 * is in doubt (an append may still be acked there): not "cannot be
+	 * reached". */
+	if (cc == CURLE_OPERATION_TIMEDOUT && sent)
+		return -ETIMEDOUT;
 	if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
 	    cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_URL_MALFORMAT)
 		return -EHOSTUNREACH;
@@ -200,6 +205,7 @@ static int status_to_errno(CURLcode cc, long status)
 	case 416: return -ERANGE;
 	case 421: return -STAR_ENOTOWNER;
 	case 503: return -EAGAIN;
+	case 504: return -ETIMEDOUT;
 	case 507: return -ENOSPC;
 	default: return -EIO;
 	}
@@ -287,6 +293,7 @@ static int perform(struct api_client *cl, struct xfer *x)
 	CURL *e = handle_get(cl);
 	struct curl_slist *hdrs = curl_slist_append(NULL, cl->auth);
 	bool sub = x->fn != NULL;
+	long sent = 0;
 	CURLcode cc;
 
 	hdrs = curl_slist_append(hdrs, "Expect:");
@@ -319,6 +326,7 @@ static int perform(struct api_client *cl, struct xfer *x)
 	cc = curl_easy_perform(e);
 	x->easy = NULL;
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &x->status);
+	curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent);
 	curl_slist_free_all(hdrs);
 	handle_put(cl, e);
 	if (sub && x->fn_rc)
@@ -328,7 +336,9 @@ static int perform(struct api_client *cl, struct xfer *x)
 		       curl_easy_strerror(cc));
 	if (cc == CURLE_WRITE_ERROR)
 		return -EIO; /* a reply over its bound, or a broken frame */
-	return status_to_errno(cc, x->status);
+	/* A silent subscription is a holder gone quiet, not a request in
+	 * doubt. */
+	return status_to_errno(cc, x->status, sent > 0 && !sub);
 }
 
 /* ------------------------------------------------------------ the redial */

@@ -27,6 +27,9 @@
  * holder refused the cluster secret), -ENOENT (no such stream there),
  * -EFBIG (record over the holder's limit), -EINVAL (a request the holder
  * called malformed), -EAGAIN (the holder is busy or stopping), -ENOSPC,
+ * -ETIMEDOUT (the holder got the request and did not answer within
+ * timeout_ms, or answered that its lease deadline passed: an append is
+ * in doubt, it may be acked there),
  * -STAR_ENOTOWNER (invariants 1 and 2), -EIO (anything else, logged).
  */
 #ifndef NOVAFS_API_CLIENT_H

@@ -172,6 +172,8 @@ static enum MHD_Result reply_errno(struct MHD_Connection *c, struct api_server *
 	case -ENOSPC:
 	case -EDQUOT:
 		return reply_error(c, MHD_HTTP_INSUFFICIENT_STORAGE, "no_space", strerror(-rc));
+	case -ETIMEDOUT: /* past this star's lease deadline (engine/lease.h) */
+		return reply_error(c, MHD_HTTP_GATEWAY_TIMEOUT, "lease_deadline", strerror(-rc));
 	case -ESHUTDOWN:
 	case -EAGAIN:
 	case -EBUSY:

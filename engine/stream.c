@@ -4,7 +4,9 @@
  * The table is a u64 map (src/base/u64map.h) from stream id to stream;
  * t->lock guards the map.  A stream's refcount is atomic; the 1 -> 0
  * transition takes the table lock and re-checks, because a concurrent
- * find may have revived it.
+ * find may have revived it.  t->removals counts streams dropped from
+ * the map, so stream_load() can tell that positions it read may predate
+ * an instance that came and went meanwhile (it reads them again).
  *
  * The pend ring is searched by one binary search, pend_find(), over
  * either key (enum pend_key, as engine/bundle.c's enum probe_key).
@@ -28,6 +30,7 @@
 struct stream_table {
 	pthread_mutex_t lock;
 	struct u64map *map; /* lock: id -> struct nv_stream * */
+	uint64_t removals;  /* lock: streams dropped from map so far */
 };
 
 struct stream_table *stream_table_new(void)
@@ -93,7 +96,23 @@ struct nv_stream *stream_table_find(struct stream_table *t, uint64_t id)
 	return s;
 }
 
+uint64_t stream_table_removals(struct stream_table *t)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&t->lock);
+	n = t->removals;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
 struct nv_stream *stream_table_insert(struct stream_table *t, struct nv_stream *s)
+{
+	return stream_table_insert_since(t, s, UINT64_MAX);
+}
+
+struct nv_stream *stream_table_insert_since(struct stream_table *t, struct nv_stream *s,
+					    uint64_t removals)
 {
 	struct nv_stream *old;
 
@@ -104,6 +123,13 @@ struct nv_stream *stream_table_insert(struct stream_table *t, struct nv_stream *
 		pthread_mutex_unlock(&t->lock);
 		stream_free(s);
 		return old;
+	}
+	if (removals != UINT64_MAX && removals != t->removals) {
+		/* s was read before a stream left the table: maybe this one,
+		 * with records committed since that s does not know of. */
+		pthread_mutex_unlock(&t->lock);
+		stream_free(s);
+		return STREAM_TABLE_STALE;
 	}
 	if (u64map_put(t->map, s->id, s)) {
 		pthread_mutex_unlock(&t->lock);
@@ -188,8 +214,10 @@ void stream_put(struct nv_stream *s)
 		pthread_mutex_unlock(&t->lock);
 		return;
 	}
-	if (u64map_get(t->map, s->id) == s)
+	if (u64map_get(t->map, s->id) == s) {
 		u64map_remove(t->map, s->id);
+		t->removals++;
+	}
 	pthread_mutex_unlock(&t->lock);
 	stream_free(s);
 }
@@ -279,9 +307,11 @@ int stream_pend_find_seq(const struct nv_stream *s, uint64_t seq, struct stream_
 
 /* ------------------------------------------------------------ loading */
 
-int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream *ms,
-		struct nv_stream **out)
+/* stream_load() once: 0, 1 (stale: load again), -errno. */
+static int load_once(struct stream_table *t, struct kv *kv, const struct meta_stream *ms,
+		     struct nv_stream **out)
 {
+	uint64_t removals = stream_table_removals(t);
 	struct nv_stream *s = stream_table_find(t, ms->id);
 	struct meta_ref r;
 	uint64_t end_seq = 0, end_byte = 0, sseq, sbyte, max_ts = 0;
@@ -340,11 +370,27 @@ int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream 
 	 * decrease within a stream, meta/refs.h). */
 	atomic_store(&s->mtime_ns, max_ts ? max_ts : ms->created_ns);
 	s->last_ts = max_ts;
-	s = stream_table_insert(t, s);
+	/* Another load of this stream may have come, appended, been
+	 * absorbed and gone while we read its refs: then ours are stale
+	 * (an append would reuse a committed offset), read them again. */
+	s = stream_table_insert_since(t, s, removals);
+	if (s == STREAM_TABLE_STALE)
+		return 1;
 	if (!s)
 		return -ENOMEM;
 	*out = s;
 	return 0;
+}
+
+int stream_load(struct stream_table *t, struct kv *kv, const struct meta_stream *ms,
+		struct nv_stream **out)
+{
+	int rc;
+
+	/* Each retry follows a removal from the table: progress. */
+	while ((rc = load_once(t, kv, ms, out)) == 1)
+		;
+	return rc;
 }
 
 int stream_reload(struct kv *kv, struct nv_stream *s)

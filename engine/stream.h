@@ -137,6 +137,20 @@ struct nv_stream *stream_table_find(struct stream_table *t, uint64_t id);
  */
 struct nv_stream *stream_table_insert(struct stream_table *t, struct nv_stream *s);
 
+/* How many streams have left the table so far (a load's snapshot). */
+uint64_t stream_table_removals(struct stream_table *t);
+
+/* A stream read before a removal the table counted since. */
+#define STREAM_TABLE_STALE ((struct nv_stream *)(uintptr_t)1)
+
+/* As stream_table_insert(), but when no stream with s's id is there and
+ * a stream left the table since stream_table_removals() answered
+ * removals, s is freed and STREAM_TABLE_STALE returned: what s was
+ * loaded from may predate records that stream committed (the caller
+ * loads again).  UINT64_MAX: never stale. */
+struct nv_stream *stream_table_insert_since(struct stream_table *t, struct nv_stream *s,
+					    uint64_t removals);
+
 /* Number of loaded streams. */
 size_t stream_table_count(struct stream_table *t);
 

@@ -113,7 +113,9 @@ int fs_file_open_node(struct nova_fs *fs, struct fs_node *n, struct fuse_file_in
 	stream_get(n->stream);
 	f->stream = n->stream;
 	f->writable = acc == O_WRONLY || acc == O_RDWR;
-	f->direct = f->writable;
+	/* A stream another star leads grows without an ack here to
+	 * invalidate a cached last page by (fs/remote.h invariant 3). */
+	f->direct = f->writable || fs_remote_elsewhere(fs, n->stream);
 	if (acc != O_WRONLY)
 		f->reader = star_reader_new(fs->star, n->stream);
 	fi->fh = (uint64_t)(uintptr_t)f;
@@ -274,7 +276,10 @@ void fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* Fill the whole request across tiers (fs.h): a short read is the
 	 * end of the stream. */
 	rc = fs_handle_read(fs->star, f->stream, f->reader, (uint64_t)off, buf, size, &done);
-	if (rc == -STAR_ENOTOWNER) { /* a hot page another star leads (fs/remote.h) */
+	if (rc == 0 && done < size) /* past this star's view: the holder's? */
+		rc = fs_remote_more(fs, f->stream, (uint64_t)off + done, buf + done, size - done,
+				    &done);
+	else if (rc == -STAR_ENOTOWNER) { /* a hot page another star leads (fs/remote.h) */
 		size_t more = 0;
 
 		rc = fs_remote_read(fs, f->stream, (uint64_t)off + done, buf + done, size - done,

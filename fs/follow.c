@@ -25,7 +25,9 @@
  */
 #include "config.h"
 #include "fs/follow.h"
+#include "engine/lease.h"
 #include "fs/handle.h"
+#include "fs/remote.h"
 #include "src/base/log.h"
 
 #include <errno.h>
@@ -63,6 +65,7 @@ struct parked {
 
 struct follow {
 	struct star *st;
+	struct nova_fs *fs;           /* borrowed: a hot page led elsewhere (fs/remote.h) */
 	struct nv_stats *stats;
 	pthread_t thread;
 	pthread_mutex_t lock;
@@ -166,6 +169,13 @@ static void attempt(struct follow *fw, struct parked *p)
 			/* What is there, up to the request (a short read is fine). */
 			rc = fs_handle_read(fw->st, s, p->ff->reader, (uint64_t)p->off, buf, p->size,
 					  &done);
+			if (rc == -STAR_ENOTOWNER) { /* a hot page another star leads */
+				size_t more = 0;
+
+				rc = fs_remote_read(fw->fs, s, (uint64_t)p->off + done, buf + done,
+						    p->size - done, &more);
+				done += more;
+			}
 			/* As fs/file.c: an error fails the request (a short answer
 			 * would be taken for data that is not there). */
 			if (rc) {
@@ -343,7 +353,7 @@ void follow_release(struct follow *fw, struct follow_file *ff)
 
 /* ------------------------------------------------------------ lifecycle */
 
-int follow_new(struct star *st, struct follow **out)
+int follow_new(struct star *st, struct nova_fs *fs, struct follow **out)
 {
 	struct follow *fw = calloc(1, sizeof(*fw));
 	int rc;
@@ -351,6 +361,7 @@ int follow_new(struct star *st, struct follow **out)
 	if (!fw)
 		return -ENOMEM;
 	fw->st = st;
+	fw->fs = fs;
 	fw->stats = star_stats(st);
 	pthread_mutex_init(&fw->lock, NULL);
 	pthread_cond_init(&fw->cond, NULL);

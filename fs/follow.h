@@ -35,8 +35,12 @@
 struct follow;
 struct follow_file;
 
-/* Start the view's worker.  0 and *out, -ENOMEM, -EAGAIN. */
-int follow_new(struct star *st, struct follow **out) __attribute__((warn_unused_result));
+struct nova_fs;
+
+/* Start the view's worker (st and fs borrowed for its life: fs for the
+ * hot pages of a stream another star leads, fs/remote.h).  0 and *out,
+ * -ENOMEM, -EAGAIN. */
+int follow_new(struct star *st, struct nova_fs *fs, struct follow **out) __attribute__((warn_unused_result));
 
 /* Answer every parked read (and every later read at the end) with
  * end-of-file; the worker keeps answering.  For a stop that lets readers

@@ -139,7 +139,7 @@ int nova_fs_check_durable(const char *v)
 void nova_fs_set_star(struct nova_fs *fs, struct star *st)
 {
 	fs->star = st;
-	if (follow_new(st, &fs->follow))
+	if (follow_new(st, fs, &fs->follow))
 		nv_log(NV_ERR, NV_SUB_FS, "the follow view could not start: its reads fail");
 }
 

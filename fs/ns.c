@@ -25,6 +25,7 @@
 #include "fs/ns.h"
 #include "fs/file.h"
 #include "fs/perm.h"
+#include "fs/remote.h"
 #include "fs/session.h"
 #include "fs/xattr.h"
 #include "src/base/lockcheck.h"
@@ -114,6 +115,8 @@ static int node_stat(struct nova_fs *fs, struct fs_node *n, struct stat *st)
 		return 0;
 	case FS_NODE_STREAM:
 		stat_stream(n->stream, st);
+		/* Led elsewhere: the holder's end (fs/remote.h invariant 3). */
+		st->st_size = (off_t)fs_remote_size(fs, n->stream, (uint64_t)st->st_size);
 		return 0;
 	case FS_NODE_FOLLOW_ROOT:
 		stat_root(fs, st);

@@ -1,8 +1,9 @@
 /*
  * remote.c - see remote.h: the mount's side of NOT_OWNER.
  *
- * For: finding the holder (star_leader()) and calling the cluster client,
- * and the errno translation of remote.h invariant 2.  Not for: HTTP
+ * For: finding the holder (star_leader(), star_lead_check()) and calling
+ * the cluster client, the errno translation of remote.h invariant 2, and
+ * the holder's view of a stream led elsewhere (invariant 3).  Not for: HTTP
  * (api/client.c) or the redial rule (api/client.h invariants 1-2).
  *
  * Locking: none of its own; the client has its own pool lock.
@@ -32,6 +33,7 @@ static int remote_errno(const struct nv_stream *s, const struct lease_holder *h,
 	case -ENOSPC:
 	case -EHOSTUNREACH:
 	case -EAGAIN:
+	case -ETIMEDOUT:
 		break;
 	case -STAR_ENOTOWNER:
 		rc = -EAGAIN;
@@ -97,5 +99,59 @@ int fs_remote_read(struct nova_fs *fs, struct nv_stream *s, uint64_t off, void *
 			break;
 		*done += got;
 	}
+	return remote_errno(s, &h, "read", rc);
+}
+
+/* Another star leads s and the client can ask it: 0 and *h. */
+static int elsewhere(struct nova_fs *fs, struct nv_stream *s, struct lease_holder *h)
+{
+	if (!fs->client || !fs->star)
+		return -ENOENT;
+	return star_lead_check(fs->star, s, h) == -STAR_ENOTOWNER ? 0 : -ENOENT;
+}
+
+bool fs_remote_elsewhere(struct nova_fs *fs, struct nv_stream *s)
+{
+	struct lease_holder h;
+
+	return elsewhere(fs, s, &h) == 0;
+}
+
+uint64_t fs_remote_size(struct nova_fs *fs, struct nv_stream *s, uint64_t local)
+{
+	struct lease_holder h;
+	uint64_t seq, byte;
+	int rc;
+
+	if (elsewhere(fs, s, &h))
+		return local;
+	rc = api_client_end(fs->client, &h, s->bucket, s->name, &seq, &byte);
+	if (rc) {
+		(void)remote_errno(s, &h, "acked end", rc); /* logged; the local view stands */
+		return local;
+	}
+	return byte > local ? byte : local;
+}
+
+int fs_remote_more(struct nova_fs *fs, struct nv_stream *s, uint64_t off, void *buf,
+		   size_t size, size_t *done)
+{
+	struct lease_holder h;
+	uint8_t *dst = buf;
+	size_t got = 0;
+	int rc = 0;
+
+	if (elsewhere(fs, s, &h))
+		return 0; /* ours, vacant, or nobody to ask: the local end is the end */
+	while (got < size) {
+		size_t n = 0;
+
+		rc = api_client_read(fs->client, &h, s->bucket, s->name, off + got, dst + got,
+				     size - got, &n);
+		if (rc || n == 0)
+			break;
+		got += n;
+	}
+	*done += got;
 	return remote_errno(s, &h, "read", rc);
 }

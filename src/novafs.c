@@ -596,8 +596,12 @@ static int daemonize(struct daemon *d)
 
 /* The cluster secret and client: listen= needs the secret; a secret
  * alone makes this mount a client of the stars that lead its streams.
- * 0 or -1 (said why on the terminal). */
-static int load_cluster(struct daemon *d)
+ * A request to a holder is bounded by put_timeout_s + star_lease_s: a
+ * live holder answers within its store's retries, and one paused or cut
+ * off can ack nothing past its lease deadline, so a longer wait only
+ * stalls the writer (the answer is then ETIMEDOUT: in doubt).  0 or -1
+ * (said why on the terminal). */
+static int load_cluster(struct daemon *d, const struct star_cfg *scfg)
 {
 	struct api_client_cfg ccfg = { 0 };
 	const char *why = "";
@@ -617,6 +621,8 @@ static int load_cluster(struct daemon *d)
 		return -1;
 	}
 	ccfg.secret = d->secret;
+	ccfg.timeout_ms = (unsigned)(scfg->put_timeout_ns / 1000000u) +
+			  (scfg->star_lease_s ? scfg->star_lease_s : 10) * 1000u;
 	if (api_client_new(&ccfg, &d->client)) {
 		fprintf(stderr, "novafs: cannot start the cluster client: out of memory\n");
 		return -1;
@@ -661,7 +667,7 @@ static int start_engine(struct daemon *d)
 	fcfg.uid = getuid();
 	fcfg.gid = getgid();
 	fcfg.data_dir = d->dd;
-	if (nova_fs_new(&fcfg, &d->fs) || load_cluster(d))
+	if (nova_fs_new(&fcfg, &d->fs) || load_cluster(d, &scfg))
 		return -1;
 	scfg.data_dir = d->dd;
 	if (!scfg.store_faults)

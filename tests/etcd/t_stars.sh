@@ -1,21 +1,30 @@
 #!/bin/bash
 # t_stars.sh - two stars (mounts) on one etcd member and one shared store
 # (a directory store on this host, store=dir:), each with its own data
-# directory, star id and listen= port, star_lease_s=2:
-#   1. a stream appended on A is refused on B with EREMOTE (NOT_OWNER:
-#      B has no redial yet) until A's lease is gone;
+# directory, star id, listen= port and the cluster secret (a 0600
+# cluster_secret_file), star_lease_s=2, put_timeout_s=2:
+#   1. A leads a stream; B's append to it is refused by B's engine
+#      (NOT_OWNER), sent by B's cluster client to A and acked there: A
+#      reads it exactly once after its own records, and so does B (its
+#      st_size and the bytes past its own view come from A);
+#      a third mount without cluster_secret_file (and no listen=) gets
+#      EHOSTUNREACH for its append, with a log line saying why;
 #   2. a second star on B's data directory is refused, and so is one with
 #      B's id on another data directory;
-#   3. kill -9 of A: after A's lease TTL, B takes the stream (its take
-#      waits for A's epoch to be settled by B's settle duty) and appends;
-#      every record A acked is readable on B exactly once, in order;
-#   4. A starts again (same data directory, same id); A leads a second
-#      stream with a writer appending; SIGSTOP of A past its lease; B
-#      takes that stream and appends; SIGCONT: the writer on A gets no
-#      ack after A's deadline (its write fails), A cannot append to the
-#      stream any more (EREMOTE), and B reads every record the writer saw
-#      acked exactly once and in order, then B's own, and nothing A
-#      committed after losing the lease (no duplicate, no gap).
+#   3. kill -9 of A: while A's lease lingers B's appends fail with
+#      EHOSTUNREACH (A cannot be reached: nothing appended); after A's
+#      lease TTL B takes the stream (its take waits for A's epoch to be
+#      settled) and appends; every record A acked is on B exactly once,
+#      in order;
+#   4. A starts again (same data directory, same id) and leads a second
+#      stream with a writer appending (every record's outcome logged);
+#      SIGSTOP of A past its lease; B takes that stream and appends (its
+#      wait on the paused A is bounded by put_timeout_s + star_lease_s);
+#      SIGCONT: A acks nothing after its deadline (ETIMEDOUT while it
+#      registers again), then its mount sends the writer's appends to B;
+#      B reads every acked record exactly once and in order, nothing
+#      nobody wrote, B's own, and A reads the same bytes, in the follow
+#      view too.
 # Members come from tests/etcd/etcd.sh (stopped by PID in the trap).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
@@ -33,11 +42,19 @@ DB=$NV_TMP/data-b
 LOGB=$NV_TMP/novafs-b.log
 mkdir -p "$SHARED" "$MB" "$DB"
 : > "$LOGB"
-port() { echo $(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000 )); }
-COMMON="store=dir:$SHARED,meta=$NOVAFS_ETCD_URL,star_lease_s=2,attr_timeout=0"
+SEC=$NV_TMP/secret
+head -c 32 /dev/urandom | base64 > "$SEC"
+chmod 600 "$SEC"
+COMMON="store=dir:$SHARED,meta=$NOVAFS_ETCD_URL,star_lease_s=2,put_timeout_s=2,attr_timeout=0"
 B_PID=
+C_PID=
 stars_cleanup() {
 	local rc=$?
+	if [ -n "$C_PID" ]; then
+		timeout 10 fusermount3 -u "$MC" 2>/dev/null || kill -9 "$C_PID" 2>/dev/null || true
+		kill -9 "$C_PID" 2>/dev/null || true
+		timeout 10 fusermount3 -uz "$MC" 2>/dev/null || true
+	fi
 	if [ -n "$B_PID" ]; then
 		kill -CONT "$B_PID" 2>/dev/null || true
 		timeout 10 fusermount3 -u "$MB" 2>/dev/null || kill -9 "$B_PID" 2>/dev/null || true
@@ -52,10 +69,8 @@ stars_cleanup() {
 trap stars_cleanup EXIT
 
 start_b() {
-	"$NOVAFS" -f -o "data_dir=$DB,star=sb,listen=127.0.0.1:$(port),$COMMON" "$MB" >> "$LOGB" 2>&1 &
-	B_PID=$!
-	nv_own "$B_PID"
-	nv_await 30 "star B mounts $MB" mountpoint -q "$MB"
+	nv_spawn_star "$MB" "$LOGB" "data_dir=$DB,star=sb,cluster_secret_file=$SEC,$COMMON"
+	B_PID=$NV_STAR_PID
 }
 
 # append FILE TEXT: one write(); prints OK or the errno name.
@@ -72,12 +87,13 @@ except OSError as e:
 PY
 }
 
-nv_start "star=sa,listen=127.0.0.1:$(port),$COMMON"
+nv_start_star "star=sa,cluster_secret_file=$SEC,$COMMON"
 start_b
 MA=$MNT
 say "stars A (pid $NV_PID) and B (pid $B_PID) on etcd $NOVAFS_ETCD_ENDPOINTS"
 
-# 1. A leads the stream; B is refused with EREMOTE.
+# 1. A leads the stream; B's append is sent to A by B's cluster client
+#    (NOT_OWNER -> redial) and acked there.
 mkdir "$MA/b"
 for i in $(seq 0 49); do
 	r=$(append "$MA/b/s" "a $i
@@ -85,10 +101,36 @@ for i in $(seq 0 49); do
 	[ "$r" = OK ] || fail "append $i on A: $r"
 done
 nv_await 10 "B sees the stream" test -e "$MB/b/s"
-r=$(append "$MB/b/s" "b refused
+r=$(append "$MB/b/s" "b 0
 ")
-[ "$r" = EREMOTE ] || fail "append on B while A leads: $r (want EREMOTE)"
-say "ok: an append on B while A leads is refused with EREMOTE"
+[ "$r" = OK ] || fail "append on B while A leads: $r (want OK: redialed to A)"
+want_s() { python3 -c 'import sys; sys.stdout.write("".join("a %d\n" % i for i in range(50)) + "".join(l + "\n" for l in sys.argv[1:]))' "$@"; }
+want_s "b 0" > "$NV_TMP/want.s"
+cmp "$MA/b/s" "$NV_TMP/want.s" || fail "A's view after B's redialed append: $(tail -c 200 "$MA/b/s" | od -c | tail -3)"
+nv_await 20 "B reads A's stream with its own append" cmp -s "$MB/b/s" "$NV_TMP/want.s"
+say "ok: B's append to the stream A leads was acked at A: A reads it once, after A's 50, and so does B"
+
+# 1b. A mount without a cluster secret (and no listen=) cannot reach the
+#     holder: EHOSTUNREACH and a log line.
+MC=$NV_TMP/mnt-c0
+DC=$NV_TMP/data-c0
+LOGC=$NV_TMP/novafs-c0.log
+mkdir -p "$MC" "$DC"
+"$NOVAFS" -f -o "data_dir=$DC,star=sc,$COMMON" "$MC" > "$LOGC" 2>&1 &
+C_PID=$!
+nv_own "$C_PID"
+nv_await 30 "star C (no secret) mounts $MC" mountpoint -q "$MC"
+r=$(append "$MC/b/s" "c refused
+")
+[ "$r" = EHOSTUNREACH ] || fail "append on C (no cluster secret) while A leads: $r (want EHOSTUNREACH)"
+grep -q "star sa leads it, and this mount has no cluster_secret_file" "$LOGC" ||
+	fail "no log line for the unreachable holder: $(tail -3 "$LOGC")"
+cmp "$MA/b/s" "$NV_TMP/want.s" || fail "C's refused append changed the stream"
+fusermount3 -u "$MC"
+nv_await 30 "star C exits" bash -c "! kill -0 $C_PID 2>/dev/null"
+wait "$C_PID" || fail "star C exited with status $? after a clean unmount"
+C_PID=
+say "ok: a mount without cluster_secret_file gets EHOSTUNREACH and says why"
 
 # 2. A second star on B's data directory is refused (its lock), and so
 #    is one with B's id on another data directory (the registry).
@@ -109,93 +151,122 @@ grep -q "registered by a live star" "$NV_TMP/novafs-c.log" ||
 	fail "no clear error for a star id in use: $(tail -3 "$NV_TMP/novafs-c.log")"
 say "ok: a second star with B's id is refused: $(grep -o 'star id sb is registered[^:]*' "$NV_TMP/novafs-c.log")"
 
-# 3. kill -9 of A: B takes over after the lease TTL.
+# 3. kill -9 of A: B's appends fail while A's lease lingers (A cannot
+#    be reached: EHOSTUNREACH, nothing appended), then B takes the stream.
 nv_crash
 t0=$EPOCHREALTIME
-took() { [ "$(append "$MB/b/s" "b 0
-")" = OK ]; }
-nv_await 40 "B takes the stream after A died" took
-say "ok: B appended $(nv_elapsed "$t0") s after A was killed"
-python3 - "$MB/b/s" <<'PY' || fail "B's view of the stream after the takeover"
-import sys
-want = ["a %d" % i for i in range(50)] + ["b 0"]
-got = open(sys.argv[1]).read().splitlines()
-if got != want:
-    sys.exit("got %d lines, want %d: first difference at %s" % (len(got), len(want),
-             next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), min(len(got), len(want)))))
-PY
+: > "$NV_TMP/took.errs"
+# try_append FILE TEXT: OK, or the errno is added to took.errs.
+try_append() {
+	local r
+	r=$(append "$1" "$2")
+	[ "$r" = OK ] && return 0
+	echo "$r" >> "$NV_TMP/took.errs"
+	return 1
+}
+errs() { sort "$NV_TMP/took.errs" | uniq -c | tr -s ' \n' ' '; }
+nv_await 40 "B takes the stream after A died" try_append "$MB/b/s" "b 1
+"
+if grep -qv '^EHOSTUNREACH$' "$NV_TMP/took.errs"; then
+	fail "B's appends while A's lease lingered failed with: $(errs) (want EHOSTUNREACH)"
+fi
+say "ok: B appended $(nv_elapsed "$t0") s after A was killed (refused before: $(errs))"
+want_s "b 0" "b 1" > "$NV_TMP/want.s"
+cmp "$MB/b/s" "$NV_TMP/want.s" ||
+	fail "B's view of the stream after the takeover: $(diff "$MB/b/s" "$NV_TMP/want.s" | head -5)"
 say "ok: every record A acked is on B exactly once, in order, then B's"
 
-# 4. A again; a writer on A through a SIGSTOP past the lease.
-nv_start "star=sa,listen=127.0.0.1:$(port),$COMMON"
+# 4. A again; a writer on A through a SIGSTOP past the lease.  The
+#    writer logs every record's outcome and goes on after an error.
+nv_start_star "star=sa,cluster_secret_file=$SEC,$COMMON"
 : > "$MA/b/t"
 cat > "$NV_TMP/writer.py" <<'PY'
 import errno, os, sys
-path, last = sys.argv[1], sys.argv[2]
+path, log = sys.argv[1], sys.argv[2]
 fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+out = open(log, "a", buffering=1)
 n = 0
-while True:
+while not os.path.exists(log + ".stop"):
     try:
         os.write(fd, b"w %d\n" % n)
+        out.write("ack %d\n" % n)
     except OSError as e:
-        open(last + ".err", "w").write(errno.errorcode.get(e.errno, str(e.errno)))
-        sys.exit(0)
-    with open(last + ".tmp", "w") as f:
-        f.write("%d\n" % n)
-    os.rename(last + ".tmp", last)
+        out.write("err %d %s\n" % (n, errno.errorcode.get(e.errno, str(e.errno))))
     n += 1
 PY
-python3 "$NV_TMP/writer.py" "$MA/b/t" "$NV_TMP/last" &
+wlog=$NV_TMP/writer.log
+: > "$wlog"
+acks() { local n; n=$(grep -c '^ack' "$wlog" 2>/dev/null) || true; echo "${n:-0}"; }
+acks_at_least() { (($(acks) >= $1)); }
+python3 "$NV_TMP/writer.py" "$MA/b/t" "$wlog" &
 W_PID=$!
 nv_bg "$W_PID"
-nv_await 20 "the writer on A gets going" bash -c "[ -s '$NV_TMP/last' ] && (( \$(cat '$NV_TMP/last') >= 20 ))"
+nv_await 20 "the writer on A gets going" acks_at_least 20
 kill -STOP "$NV_PID"
-stopped=$(cat "$NV_TMP/last")
+stopped=$(acks)
 say "A stopped (the writer had $stopped acked)"
 t0=$EPOCHREALTIME
-tookt() { [ "$(append "$MB/b/t" "b 0
-")" = OK ]; }
-nv_await 40 "B takes the paused star's stream" tookt
-say "ok: B appended to A's stream $(nv_elapsed "$t0") s after A was stopped"
+: > "$NV_TMP/took.errs"
+nv_await 60 "B takes the paused star's stream" try_append "$MB/b/t" "b 0
+"
+say "ok: B appended to A's stream $(nv_elapsed "$t0") s after A was stopped (refused before: $(errs))"
 kill -CONT "$NV_PID"
-nv_await 30 "the writer on A stops with an error" test -s "$NV_TMP/last.err"
-werr=$(cat "$NV_TMP/last.err")
-acked=$(cat "$NV_TMP/last")
-case $werr in
-ETIMEDOUT|EREMOTE|EIO) ;;
-*) fail "the writer on A failed with $werr (want ETIMEDOUT, EREMOTE or EIO)" ;;
-esac
-say "ok: after SIGCONT the writer on A was refused ($werr); it saw $acked acked ($stopped before the stop)"
-nv_await 30 "A refuses the stream B leads" bash -c "[ \"\$(python3 - '$MA/b/t' <<'PY'
-import errno, os, sys
-try:
-    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
-    os.write(fd, b'late\n')
-    print('OK')
-except OSError as e:
-    print(errno.errorcode.get(e.errno, e.errno))
-PY
-)\" = EREMOTE ]"
-say "ok: A's appends to the stream B took are refused with EREMOTE"
+# After SIGCONT the writer on A goes on: A lost the lease, so its mount
+# sends the appends to B, the holder now.
+resumed=$(acks)
+nv_await 30 "the writer on A is acked again (through B)" acks_at_least $((resumed + 20))
+touch "$wlog.stop"
+nv_await 30 "the writer ends" bash -c "! kill -0 $W_PID 2>/dev/null"
+r=$(append "$MA/b/t" "a late
+")
+[ "$r" = OK ] || fail "A's append to the stream B took: $r (want OK: sent to B)"
 r=$(append "$MB/b/t" "b 1
 ")
 [ "$r" = OK ] || fail "B's second append: $r"
-python3 - "$MB/b/t" "$acked" <<'PY' || fail "B's view of the stream after the pause"
+werrs=$(grep '^err' "$wlog" | awk '{ print $3 }' | sort | uniq -c | tr -s ' \n' ' ')
+# Past its deadline A acks nothing: ETIMEDOUT while it registers again,
+# EIO for the append in flight when its class restarted.
+for e in $(grep '^err' "$wlog" | awk '{ print $3 }' | sort -u); do
+	case $e in
+	ETIMEDOUT|EIO) ;;
+	*) fail "the writer on A failed with $e (want ETIMEDOUT or EIO)" ;;
+	esac
+done
+say "the writer on A: $(acks) acked, failed: ${werrs:-none}"
+python3 - "$MB/b/t" "$wlog" <<'PY' || fail "B's view of the stream after the pause"
 import sys
 got = open(sys.argv[1]).read().splitlines()
-acked = int(sys.argv[2])
-ws = [l for l in got if l.startswith("w ")]
-rest = got[len(ws):]
-want = ["w %d" % i for i in range(len(ws))]
-if ws != want:
-    sys.exit("the writer's records are not 0..%d in order: %r" % (len(ws) - 1, ws[:5]))
-# Every acked record is there; at most the one write in doubt beyond them.
-if not (acked + 1 <= len(ws) <= acked + 2):
-    sys.exit("%d writer records on B, %d acked" % (len(ws), acked + 1))
-if rest != ["b 0", "b 1"]:
-    sys.exit("after the writer's records: %r (want B's two)" % rest)
+acked, failed = set(), set()
+for l in open(sys.argv[2]):
+    f = l.split()
+    (acked if f[0] == "ack" else failed).add(int(f[1]))
+ws = [int(l[2:]) for l in got if l.startswith("w ")]
+if len(ws) != len(set(ws)):
+    sys.exit("a writer record twice")
+if ws != sorted(ws):
+    sys.exit("the writer's records out of order")
+missing = acked - set(ws)
+if missing:
+    sys.exit("acked records missing: %r" % sorted(missing)[:10])
+extra = set(ws) - acked - failed
+if extra:
+    sys.exit("records nobody wrote: %r" % sorted(extra)[:10])
+others = [l for l in got if not l.startswith("w ")]
+if others != ["b 0", "a late", "b 1"]:
+    sys.exit("the other records: %r (want b 0, a late, b 1)" % others)
+print("%d writer records, %d acked, %d failed (%d of them present)" %
+      (len(ws), len(acked), len(failed), len(failed & set(ws))))
 PY
-say "ok: B reads the $((acked + 1)) acked records once and in order, then its own two; nothing A wrote after its lease"
+nv_await 20 "A reads the stream as B does" cmp -s "$MA/b/t" "$MB/b/t"
+say "ok: every acked record once and in order, on B and A alike; A's appends after the pause went to B"
+# A's follow view of the stream it led (its own view: what A acked)
+# reads what B's stream holds there.
+n=$(stat -c %s "$MA/.follow/b/t")
+((n > 0)) || fail "A's follow view of b/t is empty"
+timeout 20 head -c "$n" "$MA/.follow/b/t" > "$NV_TMP/follow.a" ||
+	fail "reading $n bytes of A's follow view of b/t failed"
+cmp "$NV_TMP/follow.a" <(head -c "$n" "$MB/b/t") || fail "A's follow view differs from B's stream"
+say "ok: A's follow view of the stream B took reads the same $n bytes as B"
 kill -CONT "$NV_PID" 2>/dev/null || true
 nv_stop
 fusermount3 -u "$MB"

@@ -340,6 +340,40 @@ nv_free_port() {
 	done
 }
 
+# nv_spawn_star MNT LOG OPTS: another star (not $NV_PID) on MNT with -o
+# OPTS plus listen=127.0.0.1:PORT on a free port, retried on a new port
+# when it exits before mounting (somebody took the port between the pick
+# and the bind); waits for the mount.  NV_STAR_PID gets its PID.
+nv_spawn_star() {
+	local try n
+	for try in 1 2 3; do
+		"$NOVAFS" -f -o "$3,listen=127.0.0.1:$(nv_free_port)" "$1" >> "$2" 2>&1 &
+		NV_STAR_PID=$!
+		nv_own "$NV_STAR_PID"
+		n=600
+		until mountpoint -q "$1" 2>/dev/null; do
+			if ! nv_pid_alive "$NV_STAR_PID"; then
+				wait "$NV_STAR_PID" 2>/dev/null || true
+				continue 2
+			fi
+			((n-- > 0)) || fail "star $NV_STAR_PID did not mount $1 within 30 s"
+			sleep 0.05
+		done
+		return 0
+	done
+	fail "a star on $1 exited before mounting, $try times: $(tail -2 "$2")"
+}
+
+# nv_start_star OPTS: nv_start with OPTS plus listen=127.0.0.1:PORT on a
+# free port, retried as nv_spawn_star does.
+nv_start_star() {
+	local try
+	for try in 1 2 3; do
+		nv_start_try "$1,listen=127.0.0.1:$(nv_free_port)" && return 0
+	done
+	fail "the daemon exited before mounting, $try times (status $NV_EXIT_RC)"
+}
+
 # nv_alive: the daemon PID exists and the mount answers.
 nv_alive() {
 	nv_pid_alive "$NV_PID" && mountpoint -q "$MNT" && stat "$MNT" >/dev/null

@@ -15,12 +15,11 @@
 # in this stage), each logs a line, and the daemon stays up; /metrics;
 # unmount ends an open subscription with a last "shutting_down" frame.
 #
-# Not checked here (no second star yet): NOT_OWNER and the cluster
-# client's redial from the mount (fs/remote.c).  tests/unit/test_api_client
+# Not checked here (one star): NOT_OWNER and the cluster client's redial
+# from the mount (fs/remote.c): tests/etcd/t_stars.sh and
+# t_stars_three.sh run them between real stars; tests/unit/test_api_client
 # pins the redial rule and the stale-epoch refusal, tests/unit/test_fs_remote
-# the errnos the mount maps them to (novafs(8) ERRORS: EHOSTUNREACH when
-# the holder cannot be reached, EAGAIN while leadership moves);
-# t_refusals.sh names this file for those two rows.
+# the errnos the mount maps them to (novafs(8) ERRORS).
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$TESTLIB"

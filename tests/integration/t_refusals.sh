@@ -563,11 +563,17 @@ say "--- rows that need a fault or a signal: checked by the tests named"
 # t_follow.sh checks the parked follow read; no test interrupts a wait at
 # the gate (after a crash, until every earlier epoch is settled).
 row_elsewhere "an I/O error underneath, a corrupt object" EIO t_store_faults.sh
-# Not reachable from one mount yet (one star leads every stream): the
-# errnos of fs/remote.c are pinned by tests/unit/test_fs_remote, the
-# star API beside them by t_api.sh.
-row_elsewhere "append or hot read of a stream another star leads, when that star cannot be reached, serves no star API, or the mount has no cluster_secret_file" EHOSTUNREACH t_api.sh
-row_elsewhere "append or hot read of a stream whose leadership is moving (NOT_OWNER again after the one redial, or a stale redirect)" EAGAIN t_api.sh
+# The cluster client's errnos through fs/remote.c: real stars in
+# ../etcd/t_stars.sh (no secret; the holder killed) and t_stars_three.sh
+# (the holder killed mid-request), the rest pinned by the unit tests.
+row_elsewhere "append or read of a stream another star leads, when that star cannot be reached (nothing was sent), serves no star API, or the mount has no cluster_secret_file" \
+	EHOSTUNREACH ../etcd/t_stars.sh ../etcd/t_stars_three.sh ../unit/test_fs_remote.c
+row_elsewhere "append or read of a stream whose leadership is moving (NOT_OWNER again after the one redial, a stale redirect, or vacant since)" \
+	EAGAIN ../unit/test_fs_remote.c
+row_elsewhere "append to a stream another star leads that got it and did not answer within put_timeout_s + star_lease_s, or answered that its lease deadline passed: in doubt (it may be durable there)" \
+	ETIMEDOUT ../unit/test_api_client.c ../unit/test_fs_remote.c
+row_elsewhere "append or read of a stream another star leads when the connection broke mid-request (an append is in doubt), that star refused this mount's cluster secret, or answered nonsense (logged)" \
+	EIO ../unit/test_fs_remote.c ../etcd/t_stars_three.sh
 row_elsewhere "the store is full (after put_timeout_s of retries)" ENOSPC t_store_faults.sh t_local_faults.sh
 row_elsewhere "append when the store stayed unreachable (timeouts, EAGAIN, refused connections) for put_timeout_s" EIO t_store_faults.sh
 row_elsewhere "a request waiting at the recovery gate when the daemon stops (a signal, or the mount detached)" EIO t_shutdown.sh
@@ -576,8 +582,6 @@ row_elsewhere "an open by name or a cold read while no etcd member answers (afte
 	ETIMEDOUT ../etcd/t_etcd_faults.sh
 row_elsewhere "append that waited backlog_wait_s for backlog tokens (the absorb cannot commit: e.g. no etcd member answers)" \
 	ETIMEDOUT ../etcd/t_etcd_faults.sh
-row_elsewhere "an append or a tail read of a stream another live star leads (that star holds its writer lease; the mount's cluster client redials it where it exists)" \
-	EREMOTE ../etcd/t_stars.sh
 row_elsewhere "an append acknowledged after this star's lease deadline, or made (or a tail read) while it lost its registry lease (paused or cut off from the metastore past star_lease_s): an append is durable and may still become visible" \
 	ETIMEDOUT ../etcd/t_stars.sh ../unit/test_lease.c
 row_elsewhere "an append to a stream taken from a star whose epochs are still unsettled after 3 x star_lease_s + 10 s" \

@@ -25,6 +25,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <cmocka.h>
 
 #define SECRET "0123456789abcdef-test-secret"
@@ -34,6 +38,7 @@ enum fake_mode {
 	FAKE_SERVE,       /* 200: an append reply, bytes, an end, or frames */
 	FAKE_NOT_OWNER,   /* 421 naming redirect */
 	FAKE_SUB_MOVES,   /* subscribe: one data frame, then a NOT_OWNER frame */
+	FAKE_DEADLINE,    /* 504: the holder's lease deadline passed */
 };
 
 struct fake {
@@ -71,6 +76,8 @@ static enum MHD_Result serve(struct fake *f, struct MHD_Connection *c, const cha
 		assert_int_equal(api_fmt_not_owner(&f->redirect, doc, sizeof(doc)), 0);
 		return answer(c, 421, doc);
 	}
+	if (f->mode == FAKE_DEADLINE)
+		return answer(c, 504, "{\"error\":\"lease_deadline\"}");
 	if (strstr(url, "/records"))
 		return answer(c, 200, "{\"seq\":7,\"end\":{\"seq\":8,\"byte\":40}}");
 	if (strstr(url, "/end"))
@@ -299,6 +306,38 @@ static void test_api_client_errors(void **state)
 	unlink(path);
 }
 
+/* A holder that got the request and never answers (a paused star: the
+ * kernel accepts the connection, nobody reads it), and one whose lease
+ * deadline passed: -ETIMEDOUT (in doubt), not -EHOSTUNREACH; the silent
+ * one bounded by timeout_ms. */
+static void test_api_client_in_doubt(void **state)
+{
+	struct api_client_cfg cfg = { .secret = secret, .timeout_ms = 300 };
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	struct api_client *quick;
+	struct lease_holder h;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	(void)state;
+	reset();
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	assert_int_equal(api_client_new(&cfg, &quick), 0);
+	holder_of(0, 1, &h);
+	snprintf(h.addr, sizeof(h.addr), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+	assert_int_equal(api_client_append(quick, &h, "b", "d1", "r", 1, NULL), -ETIMEDOUT);
+	close(fd);
+	fakes[0].mode = FAKE_DEADLINE;
+	holder_of(0, 1, &h);
+	assert_int_equal(api_client_append(quick, &h, "b", "d2", "r", 1, NULL), -ETIMEDOUT);
+	assert_int_equal(fakes[0].hits, 1);
+	api_client_free(quick);
+}
+
 static void test_api_client_read_and_end(void **state)
 {
 	struct lease_holder h;
@@ -373,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_api_client_redial_not_twice),
 		cmocka_unit_test(test_api_client_stale_redirect),
 		cmocka_unit_test(test_api_client_errors),
+		cmocka_unit_test(test_api_client_in_doubt),
 		cmocka_unit_test(test_api_client_read_and_end),
 		cmocka_unit_test(test_api_client_subscribe_resumes),
 	};

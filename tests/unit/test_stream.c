@@ -76,6 +76,38 @@ static void test_stream_table_add_find_remove(void **state)
 	stream_table_free(t);
 }
 
+/* A load that read a stream's positions before an instance of it left
+ * the table must not insert them (they may predate records that
+ * instance committed): stream_table_insert_since() says stale, unless
+ * an instance is there now (then that one is used). */
+static void test_stream_table_insert_since(void **state)
+{
+	struct stream_table *t = stream_table_new();
+	uint64_t gen = stream_table_removals(t);
+	struct nv_stream *a, *b;
+
+	(void)state;
+	a = stream_table_insert_since(t, mk(7), gen);
+	assert_non_null(a);
+	assert_ptr_not_equal(a, STREAM_TABLE_STALE);
+	/* Still there: a stale snapshot gets the live instance. */
+	stream_put(stream_table_insert_since(t, mk(9), gen)); /* another id */
+	assert_int_equal(stream_table_removals(t), gen + 1);
+	b = stream_table_insert_since(t, mk(7), gen);
+	assert_ptr_equal(b, a);
+	stream_put(b);
+	stream_put(a); /* gone from the table */
+	assert_int_equal(stream_table_removals(t), gen + 2);
+	assert_ptr_equal(stream_table_insert_since(t, mk(7), gen + 1), STREAM_TABLE_STALE);
+	assert_int_equal(stream_table_count(t), 0);
+	a = stream_table_insert_since(t, mk(7), stream_table_removals(t));
+	assert_non_null(a);
+	assert_ptr_not_equal(a, STREAM_TABLE_STALE);
+	assert_int_equal(stream_table_count(t), 1);
+	stream_put(a);
+	stream_table_free(t);
+}
+
 struct each_arg {
 	uint8_t *seen;
 	size_t n;
@@ -348,6 +380,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stream_table_add_find_remove),
+		cmocka_unit_test(test_stream_table_insert_since),
 		cmocka_unit_test(test_stream_table_grow_and_each),
 		cmocka_unit_test(test_stream_pend_push_pop_wrap),
 		cmocka_unit_test(test_stream_pend_search_gaps),
