@@ -88,7 +88,8 @@ void kv_close(struct kv *kv);
  * The owner is shutting down (star_close()): a remote backend stops
  * retrying an unreachable metastore for its full timeout.  From now on
  * a call (also one in progress) that finds no member answering gives up
- * after the attempt it is making (at most one request timeout), and once
+ * once it has tried every member once (each try at most one request
+ * timeout: a cluster that just lost its leader answers elsewhere), and once
  * one call has given up every later call fails with -ETIMEDOUT at once,
  * without trying.  Callers that would retry a failed commit forever
  * (the absorb) check kv_is_closing() and stop instead: what they did not

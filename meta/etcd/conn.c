@@ -522,6 +522,7 @@ int ec_call(struct ec_be *be, const char *path, json_t *req, bool *maybe_applied
 	struct ec_fail f = { .err = -EIO };
 	bool warned = false;
 	int attempt = 0, reauths = 0, rc;
+	int closing_tries = 0; /* members tried since closing began */
 	CURL *h;
 
 	if (maybe_applied)
@@ -578,7 +579,10 @@ int ec_call(struct ec_be *be, const char *path, json_t *req, bool *maybe_applied
 		}
 		/* Invariant 3: the next member, after a pause. */
 		atomic_compare_exchange_strong(&be->cur, &m, (m + 1) % be->nmembers);
-		if (atomic_load(&be->closing)) {
+		/* Closing: every member once (one round, each attempt bounded by
+		 * request_timeout), not the whole timeout: a cluster that just
+		 * lost its leader still answers at another member. */
+		if (atomic_load(&be->closing) && ++closing_tries >= be->nmembers) {
 			if (!atomic_exchange(&be->down, true))
 				nv_log(NV_WARN, NV_SUB_META,
 				       "etcd %s: %s: no member answers while closing: giving up "

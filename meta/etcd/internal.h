@@ -21,8 +21,9 @@
  *  3. Retries: a call is retried on another member, with capped jittered
  *     backoff, while no member answers, until be->timeout_ns has passed
  *     (then -ETIMEDOUT); once kv_closing() has set be->closing, a call
- *     gives up after its current attempt and sets be->down, and while
- *     be->down every call fails at once (ec_call()).  A request that may have been applied (its answer
+ *     gives up once it has tried every member once and sets be->down,
+ *     and while be->down every call fails at once (ec_call()).  A
+ *     request that may have been applied (its answer
  *     lost) is retried only when repeating it is harmless: reads, lease
  *     calls, unconditional writes; a CAS retried after such a loss that
  *     fails its compares is resolved by reading back whether its writes
