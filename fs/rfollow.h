@@ -27,7 +27,6 @@
 #define NOVAFS_FS_RFOLLOW_H
 
 #include <stdint.h>
-#include <stddef.h>
 
 struct nova_fs;
 struct nv_stream;
