@@ -30,6 +30,7 @@ N_LAT=${N_LAT:-200}
 N_STAT=${N_STAT:-50}
 DURATION=${DURATION:-5}
 REPS=${REPS:-3}
+CASES=${CASES:-a b c} # which of a, b, c to run
 W=$(mktemp -d "${BENCH_TMPDIR:-/var/tmp}/novafs-stars.XXXXXX")
 mkdir -p "$(dirname "$OUT")"
 : > "$OUT"
@@ -79,8 +80,13 @@ A=$W/mnt-a B=$W/mnt-b C=$W/mnt-c D=$W/mnt-d
 	echo "# machine: $(nproc) cpus, $(awk '/MemTotal/ {print $2/1024/1024 " GiB"}' /proc/meminfo), $(uname -r); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$OUT"
 
+mkdir "$A/lat"
+case " $CASES " in *" a "*) ;; *) N_LAT=0 ;; esac
+case " $CASES " in *" b "*) ;; *) N_STAT=0 ;; esac
+case " $CASES " in *" c "*) ;; *) REPS=0 ;; esac
+
 # a. append on A -> follower on B.
-mkdir "$A/lat" "$A/c1" "$A/c2" "$A/c3"
+if [ "$N_LAT" -gt 0 ]; then
 : > "$A/lat/s"
 for _ in $(seq 200); do [ -e "$B/.follow/lat/s" ] && break; sleep 0.05; done
 python3 "$here/follow_latency.py" reader --path "$B/.follow/lat/s" --count "$N_LAT" --warmup 5 \
@@ -91,8 +97,11 @@ python3 "$here/follow_latency.py" writer --path "$A/lat/s" --count "$N_LAT" --wa
 	--size 100 --interval-ms 20 --out "$W/lat.writer" > /dev/null
 wait "$RP" || true
 result "case=a_follow $(python3 "$here/follow_latency.py" analyze --writer "$W/lat.writer" --reader "$W/lat.reader" | tail -1)"
+fi
 
-# b. stat freshness on B (attr_timeout=0) and D (default 1 s).
+# b. stat freshness on B (attr_timeout=0) and D (default 1 s): D is
+#    polled after B saw the append (t0 is the write's return for both).
+if [ "$N_STAT" -gt 0 ]; then
 : > "$A/lat/st"
 for _ in $(seq 200); do [ -e "$B/lat/st" ] && [ -e "$D/lat/st" ] && break; sleep 0.05; done
 python3 - "$A/lat/st" "$B/lat/st" "$D/lat/st" "$N_STAT" <<'PY' | while read -r l; do result "$l"; done
@@ -118,6 +127,7 @@ for name, v in zip(names, views):
     l = sorted(lat[v])
     print("case=%s n=%d p50_ms=%.3f p99_ms=%.3f max_ms=%.3f" % (name, n, l[n // 2], l[min(n - 1, int(n * 0.99))], l[-1]))
 PY
+fi
 
 # c. appends/s with 1, 2, 3 stars, each on its own streams.
 for rep in $(seq "$REPS"); do
@@ -125,8 +135,8 @@ for rep in $(seq "$REPS"); do
 		mounts=("$A" "$B" "$C")
 		ps=()
 		for j in $(seq 0 $((k - 1))); do
-			d=${mounts[$j]}/c$k/r$rep-s$j
-			mkdir -p "$d"
+			d=${mounts[$j]}/c$k-r$rep-s$j # a bucket made on star j: j leads its streams
+			mkdir "$d"
 			python3 "$here/appendbench.py" --dir "$d" --mode streams --writers 8 --size 4096 \
 				--duration "$DURATION" --warmup 0.5 > "$W/c.$k.$j.out" &
 			ps+=($!)

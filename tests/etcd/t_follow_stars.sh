@@ -11,7 +11,9 @@
 #      `stat` on B shows the size A acked although B caches attributes
 #      for 30 s (attr_timeout=30) and stat B's file before the appends:
 #      each growth B's subscription learns invalidates the kernel's
-#      attributes (fuse_lowlevel_notify_inval_inode);
+#      attributes (fuse_lowlevel_notify_inval_inode); and so does stat
+#      on C (the default attr_timeout, 1 s, no follower): a lookup too
+#      answers the holder's end;
 #   2. kill -9 of A: C takes the stream by appending (after A's lease
 #      expires), and the same follower, never reopened, goes on with C's
 #      records: its bytes are A's then C's, exactly.
@@ -60,7 +62,7 @@ star() {
 nv_start_star "star=sa,$COMMON,attr_timeout=0"
 MA=$MNT
 star b attr_timeout=30
-star c attr_timeout=0
+star c attr_timeout=1
 MB=$NV_TMP/mnt-b
 MC=$NV_TMP/mnt-c
 
@@ -84,6 +86,8 @@ F_PID=$!
 nv_await 20 "the follower reads what is there" grep -q 'a start' "$NV_TMP/follow.out"
 sz0=$(nv_size "$MB/b/s") # cached by B's kernel for 30 s, unless invalidated
 [ "$sz0" = 8 ] || fail "stat on B before the appends: $sz0 (want 8)"
+sz0=$(nv_size "$MC/b/s")
+[ "$sz0" = 8 ] || fail "stat on C before the appends: $sz0 (want 8)"
 
 # drive FILE TAG N OUT: append N records to FILE one at a time; after each
 # await it in OUT (the follower's bytes); print latencies (ms).
@@ -128,6 +132,9 @@ sz=$(nv_size "$NV_TMP/want")
 nv_await 5 "stat on B shows A's $sz bytes within its 30 s attr_timeout" \
 	test "$(nv_size "$MB/b/s")" = "$sz"
 say "ok: byte-identical on B's follower; stat on B shows $sz (attributes invalidated)"
+nv_await 5 "stat on C shows A's $sz bytes (a lookup says the holder's end)" \
+	test "$(nv_size "$MC/b/s")" = "$sz"
+say "ok: stat on C (no follower, attr_timeout=1) shows $sz"
 
 # 2. kill -9 of A; C takes the stream; the follower goes on.
 nv_crash
