@@ -89,12 +89,13 @@ static void learned(struct rsub *r, uint64_t e)
 	if (e <= old)
 		return;
 	atomic_store(&r->end, e);
-	wake_close(&r->s->wake);
 	if (se) {
-		/* -ENOENT: the kernel does not know the inode; fine. */
+		/* Before the wake: a woken follower's stat sees the growth.
+		 * -ENOENT: the kernel does not know the inode; fine. */
 		(void)fuse_lowlevel_notify_inval_inode(se, ino, (off_t)old, 0);
 		(void)fuse_lowlevel_notify_inval_inode(se, ino | FS_INO_FOLLOW_BIT, (off_t)old, 0);
 	}
+	wake_close(&r->s->wake);
 }
 
 static int on_frame(void *arg, uint64_t off, const void *data, size_t len)

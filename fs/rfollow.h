@@ -21,7 +21,10 @@
  *     while this star leads the stream it re-checks every 250 ms (local
  *     acks wake local readers).
  *  4. Stopping (the last handle's close, the mount's shutdown) ends the
- *     subscription within a heartbeat of the holder's (api/server.h).
+ *     subscription at its next frame or heartbeat (every 5 s,
+ *     api/server.h), or when the client gives a silent holder up (20 s,
+ *     api/client.c): the last close never waits for it (the thread ends
+ *     on its own), the mount's shutdown (fs_rfollow_stop()) does.
  */
 #ifndef NOVAFS_FS_RFOLLOW_H
 #define NOVAFS_FS_RFOLLOW_H

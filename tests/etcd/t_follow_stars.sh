@@ -9,9 +9,11 @@
 #      read is printed (the test fails only past a generous 10 s bound:
 #      without B's subscription at A nothing wakes the follower);
 #      `stat` on B shows the size A acked although B caches attributes
-#      for 30 s (attr_timeout=30) and stat B's file before the appends:
-#      each growth B's subscription learns invalidates the kernel's
-#      attributes (fuse_lowlevel_notify_inval_inode); and so does stat
+#      for 30 s (attr_timeout=30) and stat B's file before the appends
+#      (B's subscription invalidates the kernel's attributes at each
+#      growth, fuse_lowlevel_notify_inval_inode; on kernel 6.18 the check
+#      also passed with that call disabled: it is not what makes it
+#      pass there); and so does stat
 #      on C (the default attr_timeout, 1 s, no follower): a lookup too
 #      answers the holder's end;
 #   2. kill -9 of A: C takes the stream by appending (after A's lease
@@ -131,7 +133,7 @@ cmp "$NV_TMP/follow.out" "$NV_TMP/want" || fail "the follower's bytes differ fro
 sz=$(nv_size "$NV_TMP/want")
 nv_await 5 "stat on B shows A's $sz bytes within its 30 s attr_timeout" \
 	test "$(nv_size "$MB/b/s")" = "$sz"
-say "ok: byte-identical on B's follower; stat on B shows $sz (attributes invalidated)"
+say "ok: byte-identical on B's follower; stat on B shows $sz (attr_timeout=30)"
 nv_await 5 "stat on C shows A's $sz bytes (a lookup says the holder's end)" \
 	test "$(nv_size "$MC/b/s")" = "$sz"
 say "ok: stat on C (no follower, attr_timeout=1) shows $sz"
