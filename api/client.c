@@ -234,6 +234,13 @@ static int sub_line(struct xfer *x)
 	}
 	if (x->frame.kind == API_FRAME_ERROR)
 		x->ended = true;
+	if (x->frame.kind == API_FRAME_HEARTBEAT) {
+		/* The holder's acked end, and a chance for fn to stop. */
+		int rc = x->fn(x->arg, x->frame.end, NULL, 0);
+
+		if (rc)
+			return x->fn_rc = rc;
+	}
 	return 0;
 }
 

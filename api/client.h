@@ -79,8 +79,9 @@ int api_client_end(struct api_client *cl, const struct lease_holder *h, const ch
 		   const char *stream, uint64_t *seq, uint64_t *byte)
 	__attribute__((warn_unused_result));
 
-/* Called with each pushed range (data borrowed for the call); nonzero
- * stops the subscription, which returns that value. */
+/* Called with each pushed range (data borrowed for the call), and with
+ * len 0, data NULL and off the holder's acked end on each heartbeat;
+ * nonzero stops the subscription, which returns that value. */
 typedef int (*api_sub_fn)(void *arg, uint64_t off, const void *data, size_t len);
 
 /* Subscribe from byte off until fn stops it or the holder ends it.  A

@@ -28,6 +28,7 @@
 #include "engine/lease.h"
 #include "fs/handle.h"
 #include "fs/remote.h"
+#include "fs/rfollow.h"
 #include "src/base/log.h"
 
 #include <errno.h>
@@ -44,6 +45,7 @@ struct follow_file {
 	atomic_int refs;          /* the kernel's handle + parked reads */
 	struct nv_stream *stream; /* a reference */
 	struct reader *reader;
+	struct rsub *rs;          /* the mount's subscription on it (NULL: none) */
 	pthread_mutex_t lock;
 	uint64_t pos;                 /* lock: where the last read ended */
 	struct fuse_pollhandle *ph;   /* lock: the kernel's pending poll */
@@ -67,6 +69,7 @@ struct follow {
 	struct star *st;
 	struct nova_fs *fs;           /* borrowed: a hot page led elsewhere (fs/remote.h) */
 	struct nv_stats *stats;
+	struct rfollow *rf;           /* follow across hosts (fs/rfollow.h) */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -78,6 +81,7 @@ struct follow {
 static void ff_unref(struct follow_file *ff)
 {
 	if (atomic_fetch_sub(&ff->refs, 1) == 1) {
+		fs_rfollow_put(ff->fw->rf, ff->rs);
 		reader_free(ff->reader);
 		stream_put(ff->stream);
 		pthread_mutex_destroy(&ff->lock);
@@ -141,6 +145,40 @@ static bool shutting_down(struct follow *fw)
 	return s;
 }
 
+/* Reply with what p->ff's holder has at p->off (the subscription said the
+ * end moved past it): true when replied (data or a hard error), false
+ * when leadership is moving or the holder is unreachable (park and look
+ * again on the next wake). */
+static bool remote_tail(struct follow *fw, struct parked *p)
+{
+	uint8_t *buf = malloc(p->size);
+	size_t done = 0;
+	int rc;
+
+	if (!buf) {
+		reply_err(p, ENOMEM);
+		return true;
+	}
+	rc = fs_remote_read(fw->fs, p->ff->stream, (uint64_t)p->off, buf, p->size, &done);
+	if (done == 0 && (rc == 0 || rc == -EAGAIN || rc == -EHOSTUNREACH || rc == -ETIMEDOUT)) {
+		free(buf);
+		return false;
+	}
+	if (rc && done == 0) {
+		free(buf);
+		reply_err(p, -rc);
+		return true;
+	}
+	pthread_mutex_lock(&p->ff->lock);
+	p->ff->pos = (uint64_t)p->off + done;
+	pthread_mutex_unlock(&p->ff->lock);
+	fuse_req_interrupt_func(p->req, NULL, NULL);
+	fuse_reply_buf(p->req, (const char *)buf, done);
+	free(buf);
+	finish(p);
+	return true;
+}
+
 /*
  * Serve the read or park it.  Returns with p replied and freed, or
  * parked (then the wake or the interrupt owns it).
@@ -152,12 +190,17 @@ static void attempt(struct follow *fw, struct parked *p)
 	for (;;) {
 		uint64_t gen = wake_capture(&s->wake);
 		uint64_t acked = stream_acked_byte(s);
+		uint64_t there = fs_rfollow_end(p->ff->rs); /* the holder's, when led elsewhere */
 		bool deleted;
 
 		pthread_mutex_lock(&s->lock);
 		deleted = s->deleted;
 		pthread_mutex_unlock(&s->lock);
-		if ((uint64_t)p->off < acked) {
+		if ((uint64_t)p->off >= acked && (uint64_t)p->off < there) {
+			if (remote_tail(fw, p))
+				return;
+			/* The holder cannot serve it now: park for the next wake. */
+		} else if ((uint64_t)p->off < acked) {
 			uint8_t *buf = malloc(p->size);
 			size_t done;
 			int rc;
@@ -293,7 +336,7 @@ void follow_poll(struct follow *fw, fuse_req_t req, struct follow_file *ff,
 	deleted = s->deleted;
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_lock(&ff->lock);
-	readable = deleted || ff->pos < stream_acked_byte(s);
+	readable = deleted || ff->pos < stream_acked_byte(s) || ff->pos < fs_rfollow_end(ff->rs);
 	if (ph) {
 		old = ff->ph;
 		ff->ph = ph;
@@ -328,6 +371,8 @@ struct follow_file *follow_open(struct follow *fw, struct nv_stream *s)
 	ff->stream = s;
 	ff->reader = star_reader_new(fw->st, s);
 	ff->fw = fw;
+	/* A stream led elsewhere now or later: followed at its holder. */
+	ff->rs = fs_rfollow_get(fw->rf, s);
 	pthread_mutex_init(&ff->lock, NULL);
 	return ff;
 }
@@ -363,11 +408,17 @@ int follow_new(struct star *st, struct nova_fs *fs, struct follow **out)
 	fw->st = st;
 	fw->fs = fs;
 	fw->stats = star_stats(st);
+	rc = fs_rfollow_new(fs, &fw->rf);
+	if (rc) {
+		free(fw);
+		return rc;
+	}
 	pthread_mutex_init(&fw->lock, NULL);
 	pthread_cond_init(&fw->cond, NULL);
 	rc = -pthread_create(&fw->thread, NULL, worker_main, fw);
 	if (rc) {
 		pthread_mutex_destroy(&fw->lock);
+		fs_rfollow_free(fw->rf);
 		free(fw);
 		return rc;
 	}
@@ -401,12 +452,14 @@ void follow_shutdown(struct follow *fw)
 	pthread_cond_broadcast(&fw->cond);
 	pthread_mutex_unlock(&fw->lock);
 	pthread_join(fw->thread, NULL);
+	fs_rfollow_stop(fw->rf); /* the streams are still alive */
 }
 
 void follow_free(struct follow *fw)
 {
 	if (!fw)
 		return;
+	fs_rfollow_free(fw->rf);
 	pthread_cond_destroy(&fw->cond);
 	pthread_mutex_destroy(&fw->lock);
 	free(fw);

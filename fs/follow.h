@@ -17,6 +17,11 @@
  * Readability for poll() is judged at the handle's position: where its
  * last read ended (followers read sequentially).
  *
+ * On a mount that does not lead the stream, a handle holds the mount's
+ * subscription at the holder (fs/rfollow.h): its wake-ups close the
+ * local wake, and a read past this star's view is served by the holder
+ * (fs_remote_read()).
+ *
  * Invariants:
  *  1. Every read request gets exactly one reply: data, 0 (deleted), EINTR
  *     (interrupted) or an error; a parked request is owned by whoever

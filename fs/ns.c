@@ -256,6 +256,9 @@ void fs_ns_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			return;
 		}
 		stat_stream(s, &st);
+		/* As getattr: the kernel takes the entry's attributes as its
+		 * cache, so a lookup too says the holder's end. */
+		st.st_size = (off_t)fs_remote_size(fs, s, (uint64_t)st.st_size);
 		if (!fs_node_remember(&fs->nodes, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket,
 				      s)) {
 			fuse_reply_err(req, ENOMEM);

@@ -7,8 +7,8 @@
  *
  * For: fs/file.c's write and read paths, the hot pages of fs/follow.c,
  * and getattr's size in fs/ns.c.  Not for: following a stream across
- * hosts (a subscription at the holder: a later part of the many-stars
- * work), leases (engine/lease.h).
+ * hosts (the subscription at the holder: fs/rfollow.h), leases
+ * (engine/lease.h).
  *
  * Invariants:
  *  1. A remote append is answered only when the holder acked it
