@@ -781,7 +781,8 @@ static int list_ids(struct dir_store *d, uint32_t **ids, size_t *n)
 		(*ids)[(*n)++] = x;
 	}
 	closedir(dp);
-	qsort(*ids, *n, sizeof(**ids), name_cmp);
+	if (*n) /* qsort(NULL, 0, ...) is undefined: no segment yet */
+		qsort(*ids, *n, sizeof(**ids), name_cmp);
 	return 0;
 }
 
