@@ -135,7 +135,12 @@ parked_is 2 || fail "the followers are no longer parked after the idle period"
 ((d_t <= 1)) || fail "the daemon used $d_t CPU ticks in ${idle} s with only parked followers"
 ((a_ns < 1000000 && b_ns < 1000000)) ||
 	fail "a parked cat used CPU while idle: A $((a_ns / 1000)) us, B $((b_ns / 1000)) us in ${idle} s"
-((d_ns < 5000000)) ||
+# The sanitizer build spends about three times the CPU on the same
+# passes (and the keepalive of the registry lease): its bound is 15 ms; a
+# busy wait would use a whole second of the two.
+d_max=5000000
+[ "${NOVAFS_SANITIZERS:-0}" = 1 ] && d_max=15000000
+((d_ns < d_max)) ||
 	fail "the daemon used $((d_ns / 1000)) us of CPU in ${idle} s with only parked followers (busy waiting?)"
 say "ok: no measurable CPU while parked"
 
