@@ -3,8 +3,8 @@
  *
  * Values are plain decimal or words without a trailing newline, except
  * stats, which is one JSON object (jansson), and leader: "STAR EPOCH"
- * (the leading star's id and its lease epoch; ENODATA while the stream
- * is vacant).  Setting leader to a star id hands the stream over
+ * (the leading star's id and its lease epoch; "-" while the stream is
+ * vacant).  Setting leader to a star id hands the stream over
  * (star_release()) when this star leads it.
  */
 #include "config.h"
@@ -154,7 +154,7 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 			int rc = star_leader(st, s, &h);
 
 			if (rc == -ENOENT)
-				return -ENODATA; /* vacant */
+				return nv_buf_printf(out, "-"); /* vacant */
 			return rc ? rc : nv_buf_printf(out, "%s %llu", h.star,
 						       (unsigned long long)h.epoch);
 		}
@@ -252,14 +252,15 @@ static int xattr_set(struct star *st, const struct fs_xattr_target *t, const cha
 /* user.nova.trim is not listed: copying tools (cp -a, mv across
  * buckets, rsync -X) set every listed attribute on the copy, and a trim
  * point is a record number of this stream, which would cut the copy's
- * own records.  getfattr -n user.nova.trim reads it. */
+ * own records.  getfattr -n user.nova.trim reads it.  Nor is
+ * user.nova.leader: setting it on the copy would hand the copy over. */
 int fs_xattr_list(const struct fs_xattr_target *t, struct nv_buf *out)
 {
 	nv_buf_reset(out);
 	for (const char *const *k = names_of(t->kind); k && *k; k++) {
 		int rc;
 
-		if (t->kind == FS_NODE_STREAM && !strcmp(*k, "trim"))
+		if (t->kind == FS_NODE_STREAM && (!strcmp(*k, "trim") || !strcmp(*k, "leader")))
 			continue;
 		rc = nv_buf_printf(out, PFX "%s", *k);
 
