@@ -380,9 +380,9 @@ static enum MHD_Result do_subscribe(struct MHD_Connection *c, struct api_server 
 	return ret;
 }
 
-/* Handoff and nudge: validated (a JSON object naming a star by key),
- * then refused as not built yet: the writer leases' handoff and the
- * peers' settle nudge have no engine call in this stage (novafs(8)). */
+/* Nudge: validated (a JSON object naming a star by key), then refused
+ * as not built yet: the peers' settle nudge has no engine call in this
+ * stage (novafs(8)). */
 static enum MHD_Result do_not_built(struct MHD_Connection *c, struct req *q, const char *key,
 				    const char *what)
 {
@@ -392,6 +392,43 @@ static enum MHD_Result do_not_built(struct MHD_Connection *c, struct req *q, con
 		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
 			      "the body must be one JSON object naming a star id");
 	return reply_error(c, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented", what);
+}
+
+/* Handoff: {"to":"STAR"} moves s's writer lease there after the release
+ * flush (star_release()); 200 {"leader","epoch"}, 421 with the holder
+ * when another star leads s, 404 no such star, 503 it is not live. */
+static enum MHD_Result do_handoff(struct MHD_Connection *c, struct api_server *srv,
+				  struct req *q, struct nv_stream *s)
+{
+	char star[META_STAR_MAX + 1], doc[160];
+	struct lease_holder h;
+	int rc;
+
+	if (api_parse_star_doc(q->body, q->len, "to", star, sizeof(star))) {
+		stream_put(s);
+		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+			      "the body must be one JSON object naming a star id");
+	}
+	rc = star_release(srv->st, s, star, &h);
+	stream_put(s);
+	switch (rc) {
+	case 0:
+		snprintf(doc, sizeof(doc), "{\"leader\":\"%s\",\"epoch\":%llu}", h.star,
+			 (unsigned long long)h.epoch);
+		return reply_json(c, MHD_HTTP_OK, doc);
+	case -STAR_ENOTOWNER:
+		return reply_not_owner(c, &h);
+	case -ENOENT:
+		return reply_error(c, MHD_HTTP_NOT_FOUND, "no_such_star", "no such star is registered");
+	case -EOPNOTSUPP:
+		return reply_error(c, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented",
+				   "this star has no star registry");
+	case -EHOSTDOWN:
+		return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "star_down",
+				   "the star is closing or its registry lease went");
+	default:
+		return reply_errno(c, srv, NULL, rc);
+	}
 }
 
 static enum MHD_Result dispatch(struct MHD_Connection *c, struct api_server *srv, struct req *q)
@@ -406,10 +443,7 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct api_server *srv
 		return do_not_built(c, q, "star", "nudge: the peers' settle nudge is not built yet");
 	case API_EP_HANDOFF:
 		s = stream_of(c, srv, q, &ret);
-		if (!s)
-			return ret;
-		stream_put(s);
-		return do_not_built(c, q, "to", "handoff: writer-lease handoff is not built yet");
+		return s ? do_handoff(c, srv, q, s) : ret; /* takes s */
 	case API_EP_SUBSCRIBE:
 		s = stream_of(c, srv, q, &ret);
 		return s ? do_subscribe(c, srv, q, s) : ret; /* takes s */

@@ -199,6 +199,10 @@ int chain_append(struct chain *c, struct nv_stream *s, const void *body, size_t 
 		rc = -ENOENT;
 		goto refuse;
 	}
+	if (atomic_load(&s->lease_released)) {
+		rc = -EREMOTE; /* STAR_ENOTOWNER: released (star_release()) */
+		goto refuse;
+	}
 	if (cls != c->cfg.cls) {
 		rc = -EAGAIN;
 		goto refuse;

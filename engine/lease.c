@@ -589,6 +589,7 @@ static int lead_slow(struct star *st, struct nv_stream *s, struct lease_holder *
 	atomic_store(&s->lease_ver, ver);
 	atomic_store(&s->lease_epoch, l.epoch);
 	atomic_store(&s->lease_gen, g);
+	atomic_store(&s->lease_released, false);
 	self_holder(st, s, h);
 	return 0;
 }
@@ -623,6 +624,145 @@ int star_lead(struct star *st, struct nv_stream *s, struct lease_holder *h)
 	s->lease_taking = false;
 	pthread_cond_broadcast(&r->take_cond);
 	pthread_mutex_unlock(&r->take_lock);
+	return rc;
+}
+
+/* --------------------------------------------------------------- handoff */
+
+/* Claim s's slow path (the take_lock's lease_taking flag) for a release:
+ * the registry generation it was led under, 0 when this star does not
+ * hold s now. */
+static uint64_t claim_for_release(struct lease_reg *r, struct nv_stream *s)
+{
+	uint64_t ours;
+
+	pthread_mutex_lock(&r->take_lock);
+	while (s->lease_taking)
+		pthread_cond_wait(&r->take_cond, &r->take_lock);
+	ours = cached(r, s) ? atomic_load(&s->lease_gen) : 0;
+	if (ours) {
+		s->lease_taking = true;
+		/* Order: chain_append() refuses before star_lead() stops
+		 * answering from the cache. */
+		atomic_store(&s->lease_released, true);
+		atomic_store(&s->lease_gen, 0);
+	}
+	pthread_mutex_unlock(&r->take_lock);
+	return ours;
+}
+
+static void unclaim(struct lease_reg *r, struct nv_stream *s)
+{
+	pthread_mutex_lock(&r->take_lock);
+	s->lease_taking = false;
+	pthread_cond_broadcast(&r->take_cond);
+	pthread_mutex_unlock(&r->take_lock);
+}
+
+/* The release flush: every append admitted before lease_released was set
+ * is absorbed (its ref committed).  0, -ETIMEDOUT, -EIO (the class is
+ * restarting: its chain's records are settled by the restart). */
+static int release_flush(struct star *st, struct nv_stream *s)
+{
+	uint64_t until = nv_now_mono_ns() + take_wait_ns(st->reg), delay = NV_NS_PER_MS, end;
+	unsigned cls;
+
+	pthread_mutex_lock(&s->lock);
+	cls = s->cls;
+	pthread_mutex_unlock(&s->lock);
+	for (;;) {
+		pthread_rwlock_rdlock(&st->class_lock[cls]);
+		if (!st->chains[cls]) {
+			pthread_rwlock_unlock(&st->class_lock[cls]);
+			return -EIO;
+		}
+		/* The admission lock orders us after every admit. */
+		chain_admission_lock(st->chains[cls]);
+		end = s->next_seq;
+		chain_admission_unlock(st->chains[cls]);
+		if (atomic_load(&s->frontier_seq) >= end) {
+			pthread_rwlock_unlock(&st->class_lock[cls]);
+			return 0;
+		}
+		chain_flush(st->chains[cls]);
+		pthread_rwlock_unlock(&st->class_lock[cls]);
+		if (nv_now_mono_ns() >= until)
+			return -ETIMEDOUT;
+		sleep_ns(delay);
+		delay = delay * 2 > 20 * NV_NS_PER_MS ? 20 * NV_NS_PER_MS : delay * 2;
+	}
+}
+
+/* Pass vacant s to star `to` (row: its registry row).  0 with *h. */
+static int pass_to(struct star *st, struct nv_stream *s, const struct meta_star *row,
+		   struct lease_holder *h)
+{
+	char prev[META_STAR_MAX + 1] = "";
+	struct meta_lease l;
+	uint64_t ver = 0;
+	int rc = meta_lease_take(st->kv, s->id, row->id, row->addr, row->lease, &l, &ver, prev);
+
+	if (rc == -EEXIST) /* another star took it meanwhile */
+		rc = meta_lease_get(st->kv, s->id, &l, NULL);
+	if (rc == -ENOLCK || rc == -ENOENT)
+		return -EHOSTDOWN; /* its registry lease went: s stays vacant */
+	if (rc)
+		return rc;
+	holder_of(&l, h);
+	return 0;
+}
+
+int star_release(struct star *st, struct nv_stream *s, const char *to, struct lease_holder *h)
+{
+	struct lease_reg *r = st->reg;
+	struct meta_star row;
+	uint64_t gen;
+	int rc;
+
+	if (!r)
+		return -EOPNOTSUPP;
+	if (to && !to[0])
+		to = NULL;
+	if (to && !strcmp(to, star_id(st)))
+		return star_lead(st, s, h);
+	if (to) {
+		rc = meta_star_get(st->kv, to, &row, NULL);
+		if (rc == -EBADMSG)
+			rc = -EHOSTDOWN; /* an old row: not a star we can name */
+		if (rc)
+			return rc;
+		if (row.state != STAR_RUNNING || !row.lease)
+			return -EHOSTDOWN;
+	}
+	gen = claim_for_release(r, s);
+	if (!gen) {
+		rc = star_lead_check(st, s, h);
+		if (rc == -ENOENT && to) /* vacant: pass it straight on */
+			return pass_to(st, s, &row, h);
+		return rc == 0 ? -EAGAIN : rc;
+	}
+	rc = release_flush(st, s);
+	if (!rc) {
+		rc = meta_lease_release(st->kv, s->id, atomic_load(&s->lease_ver));
+		if (rc == -ECANCELED) /* the row went with our registry lease */
+			rc = 0;
+	}
+	if (rc) {
+		/* Still ours: admit again. */
+		atomic_store(&s->lease_released, false);
+		atomic_store(&s->lease_gen, gen); /* stale if lost meanwhile */
+		unclaim(r, s);
+		nv_log(NV_WARN, NV_SUB_MAIN, "stream %s/%s: release failed (%s); it stays led here",
+		       s->bucket, s->name, strerror(-rc));
+		return rc;
+	}
+	nv_log(NV_INFO, NV_SUB_MAIN, "stream %s/%s: released (lease epoch %llu)%s%s", s->bucket,
+	       s->name, (unsigned long long)atomic_load(&s->lease_epoch), to ? " to " : "",
+	       to ? to : "");
+	if (h)
+		memset(h, 0, sizeof(*h));
+	rc = to ? pass_to(st, s, &row, h) : 0;
+	unclaim(r, s);
 	return rc;
 }
 
@@ -681,7 +821,9 @@ uint64_t star_lease_settle_ver(void *arg, uint64_t stream, const struct meta_cha
 	s = stream_table_find(st->streams, stream);
 	if (!s)
 		return 0;
-	v = atomic_load(&s->lease_ver);
+	/* A released stream's refs cover what this epoch holds of it
+	 * (lease.h invariant 6): its settle commits without the lease. */
+	v = atomic_load(&s->lease_released) ? 0 : atomic_load(&s->lease_ver);
 	stream_put(s);
 	return v;
 }

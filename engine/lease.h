@@ -46,6 +46,10 @@
  *     were reloaded from the metastore.
  *  5. The append hot path (a cached lease within its deadline) costs no
  *     metastore call.
+ *  6. A star releases a stream's lease only after the release flush, so
+ *     a live star's current epochs never hold a released stream's
+ *     unabsorbed records: invariant 4's wait skips them (the stream's
+ *     refs are its covered frontier; no fence, the epoch stays open).
  */
 #ifndef NOVAFS_ENGINE_LEASE_H
 #define NOVAFS_ENGINE_LEASE_H
@@ -88,6 +92,25 @@ int star_leader(struct star *st, struct nv_stream *s, struct lease_holder *h)
  * the stream.  0 when this star leads s now, -STAR_ENOTOWNER with *h
  * when another does, -ENOENT when vacant, -errno. */
 int star_lead_check(struct star *st, struct nv_stream *s, struct lease_holder *h)
+	__attribute__((warn_unused_result));
+
+/*
+ * Hand s over (DESIGN.md section 7 "Handoff"): stop admitting appends to
+ * it here (they answer -STAR_ENOTOWNER from then on), wait until every
+ * admitted append is acked and absorbed (the release flush: refs over
+ * the stream's resident span committed), then delete the lease row (its
+ * epoch row stays, so the next epoch grows).  to (NULL or "": leave the
+ * stream vacant) names a live star the lease is then passed to, bound to
+ * its registry lease; the target opens against a covered frontier
+ * (invariant 6).  0 with *h (may be NULL) the new holder (epoch 0 and
+ * star "" when vacant); -STAR_ENOTOWNER with *h when another star leads
+ * s; -ENOENT no star `to` is registered; -EHOSTDOWN `to` is closing or
+ * its registry lease went (s is left vacant); -ETIMEDOUT the flush did
+ * not finish within the take wait (s stays led here); -EOPNOTSUPP no
+ * registry (a single-host metastore); kv error.  to naming this star
+ * leads s (star_lead()).
+ */
+int star_release(struct star *st, struct nv_stream *s, const char *to, struct lease_holder *h)
 	__attribute__((warn_unused_result));
 
 /* ------------------------------------------------------------ registry */

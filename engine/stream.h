@@ -103,6 +103,11 @@ struct nv_stream {
 	_Atomic uint64_t lease_gen, lease_ver, lease_epoch;
 	bool lease_taking; /* engine/lease.c's take_lock: a star_lead() of s
 			    * is reading, taking or reloading it */
+	/* Set by star_release() when it stops admitting the stream, cleared
+	 * by this star's next take of it (lead_slow()); while set,
+	 * chain_append() refuses the stream with -EREMOTE (STAR_ENOTOWNER,
+	 * engine/lease.h).  Loaded lock-free. */
+	_Atomic bool lease_released;
 	/* Owner and permission bits (meta_owner), stored under lock after
 	 * the row changed (star_stream_set_owner()), loaded lock-free. */
 	_Atomic uint32_t uid, gid, mode;

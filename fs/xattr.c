@@ -2,10 +2,14 @@
  * xattr.c - see xattr.h.
  *
  * Values are plain decimal or words without a trailing newline, except
- * stats, which is one JSON object (jansson).
+ * stats, which is one JSON object (jansson), and leader: "STAR EPOCH"
+ * (the leading star's id and its lease epoch; "-" while the stream is
+ * vacant).  Setting leader to a star id hands the stream over
+ * (star_release()) when this star leads it.
  */
 #include "config.h"
 #include "fs/xattr.h"
+#include "engine/lease.h"
 #include "src/base/log.h"
 #include "src/base/names.h"
 
@@ -18,7 +22,7 @@
 #define PFX "user.nova."
 
 static const char *const stream_names[] = { "seq",  "frontier", "settled", "trim",
-					     "class", "epoch",    "layout",  "durable", NULL };
+					     "class", "epoch",    "layout",  "durable", "leader", NULL };
 static const char *const bucket_names[] = { "class", NULL };
 static const char *const root_names[] = { "stats", NULL };
 
@@ -145,6 +149,15 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 			return nv_buf_printf(out, "%s", nv_class_name(cls));
 		if (!strcmp(n, "epoch"))
 			return nv_buf_printf(out, "%llu", (unsigned long long)star_epoch(st, cls));
+		if (!strcmp(n, "leader")) {
+			struct lease_holder h;
+			int rc = star_leader(st, s, &h);
+
+			if (rc == -ENOENT)
+				return nv_buf_printf(out, "-"); /* vacant */
+			return rc ? rc : nv_buf_printf(out, "%s %llu", h.star,
+						       (unsigned long long)h.epoch);
+		}
 		if (!strcmp(n, "durable")) {
 			enum fs_durable d = fs_stream_durable(s);
 
@@ -156,6 +169,28 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 	default: /* fs/ns.c maps follow-view nodes to these kinds */
 		return -ENODATA;
 	}
+}
+
+/* setfattr user.nova.leader=STAR: hand s over to STAR.  -EINVAL (not a
+ * star id, or no such star registered), -EHOSTDOWN (not live), -EREMOTE
+ * (another star leads s: set it on a mount of that star), -EOPNOTSUPP
+ * (no registry: a single-host metastore), -ETIMEDOUT. */
+static int set_leader(struct star *st, struct nv_stream *s, const char *value, size_t size)
+{
+	char to[META_STAR_MAX + 1];
+	struct lease_holder h;
+	int rc;
+
+	while (size && (value[size - 1] == '\n' || value[size - 1] == 0))
+		size--;
+	if (size == 0 || size >= sizeof(to) || memchr(value, 0, size))
+		return -EINVAL;
+	memcpy(to, value, size);
+	to[size] = 0;
+	rc = star_release(st, s, to, &h);
+	if (rc == -ENOENT)
+		return -EINVAL; /* no such star: ENOENT would read as the file */
+	return rc == -STAR_ENOTOWNER ? -EREMOTE : rc;
 }
 
 static int xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
@@ -197,6 +232,8 @@ static int xattr_set(struct star *st, const struct fs_xattr_target *t, const cha
 			return star_bucket_set_class(st, t->bucket, cls);
 		return star_stream_set_class(st, t->stream, cls);
 	}
+	if (!strcmp(n, "leader") && t->kind == FS_NODE_STREAM)
+		return set_leader(st, t->stream, value, size);
 	if (!strcmp(n, "durable") && t->kind == FS_NODE_STREAM) {
 		enum fs_durable d;
 
@@ -215,14 +252,15 @@ static int xattr_set(struct star *st, const struct fs_xattr_target *t, const cha
 /* user.nova.trim is not listed: copying tools (cp -a, mv across
  * buckets, rsync -X) set every listed attribute on the copy, and a trim
  * point is a record number of this stream, which would cut the copy's
- * own records.  getfattr -n user.nova.trim reads it. */
+ * own records.  getfattr -n user.nova.trim reads it.  Nor is
+ * user.nova.leader: setting it on the copy would hand the copy over. */
 int fs_xattr_list(const struct fs_xattr_target *t, struct nv_buf *out)
 {
 	nv_buf_reset(out);
 	for (const char *const *k = names_of(t->kind); k && *k; k++) {
 		int rc;
 
-		if (t->kind == FS_NODE_STREAM && !strcmp(*k, "trim"))
+		if (t->kind == FS_NODE_STREAM && (!strcmp(*k, "trim") || !strcmp(*k, "leader")))
 			continue;
 		rc = nv_buf_printf(out, PFX "%s", *k);
 
@@ -243,7 +281,8 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 	static struct nv_ratelimit rl;
 	int rc = xattr_set(st, t, name, value, size);
 
-	if (rc == -EPERM || rc == -EINVAL || rc == -ENOTEMPTY)
+	if (rc == -EPERM || rc == -EINVAL || rc == -ENOTEMPTY || rc == -EHOSTDOWN ||
+	    rc == -EREMOTE)
 		nv_log_ratelimited(&rl, NV_INFO, NV_SUB_FS, "setxattr %s=%.*s on %s%s%s refused: %s",
 				   name, (int)(size < 64 ? size : 64), value,
 				   t->kind == FS_NODE_STREAM ? t->stream->bucket

@@ -51,7 +51,7 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 		 const char *value, size_t size) __attribute__((warn_unused_result));
 
 /* The NUL-separated list of names that exist on t, into out; a
- * stream's trim exists but is not listed (xattr.c says why). */
+ * stream's trim and leader exist but are not listed (xattr.c says why). */
 int fs_xattr_list(const struct fs_xattr_target *t, struct nv_buf *out)
 	__attribute__((warn_unused_result));
 

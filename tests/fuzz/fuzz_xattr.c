@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "engine/lease.h"
 #include "engine/star.h"
 #include "engine/stats.h"
 #include "fs/xattr.h"
@@ -85,7 +86,20 @@ int star_bucket_set_class(struct star *st, const char *name, unsigned cls)
 	return 0;
 }
 
+int star_release(struct star *st, struct nv_stream *s, const char *to, struct lease_holder *h)
+{
+	(void)st, (void)to, (void)h;
+	got.calls++;
+	got.stream = s;
+	return 0;
+}
+
 /* Reached only by fs_xattr_get(), which this target does not call. */
+int star_leader(struct star *st, struct nv_stream *s, struct lease_holder *h)
+{
+	(void)st, (void)s, (void)h;
+	abort();
+}
 int star_bucket_get(struct star *st, const char *name, struct meta_bucket *out)
 {
 	(void)st, (void)name, (void)out;
@@ -260,6 +274,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		want = vlen ? class_oracle(val, vlen, &want_cls) : -EINVAL;
 	else if (!strcmp(n, "durable") && t.kind == FS_NODE_STREAM)
 		want = durable_oracle(val, vlen, &want_dur);
+	else if (!strcmp(n, "leader") && t.kind == FS_NODE_STREAM)
+		want = stripped(val, vlen) == 0 || stripped(val, vlen) > META_STAR_MAX ||
+			       memchr(val, 0, stripped(val, vlen)) ? -EINVAL : 0;
 	else if ((t.kind == FS_NODE_STREAM && in_list(ro_stream, n)) ||
 		 (t.kind == FS_NODE_ROOT && !strcmp(n, "stats")))
 		want = -ENOTSUP; /* read-only */

@@ -11,7 +11,7 @@
 # credential every request is 401 and appends nothing; malformed requests
 # (unknown paths, wrong methods, bad names, bad and past-the-end offsets,
 # an empty, an oversize and an undeclared oversize body, huge headers,
-# handoff and nudge bodies) get their 4xx (handoff and nudge 501: not built
+# handoff and nudge bodies) get their 4xx (handoff to an unknown star 404; nudge 501: not built
 # in this stage), each logs a line, and the daemon stays up; /metrics;
 # unmount ends an open subscription with a last "shutting_down" frame.
 #
@@ -189,8 +189,8 @@ expect 400 "subscription offset not a number" GET "$S/subscribe?offset=1x"
 expect 400 "empty record" POST "$S/records" --data-binary ''
 expect 400 "handoff without a JSON body" POST "$S/handoff" --data-binary 'to=b'
 expect 400 "handoff naming no star" POST "$S/handoff" --data-binary '{"to":"Not A Star"}'
-expect 501 "handoff (not built in this stage)" POST "$S/handoff" --data-binary '{"to":"star-b"}'
-nv_expect_eq "$(json 'd["error"]')" not_implemented "handoff's error"
+expect 404 "handoff to a star nobody registered" POST "$S/handoff" --data-binary '{"to":"star-b"}'
+nv_expect_eq "$(json 'd["error"]')" no_such_star "handoff's error"
 expect 400 "nudge with a bad body" POST "/v1/nudge" --data-binary '[]'
 expect 501 "nudge (not built in this stage)" POST "/v1/nudge" --data-binary '{"star":"star-b"}'
 # Requests that name no stream (a budget of their own).

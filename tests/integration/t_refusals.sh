@@ -390,6 +390,11 @@ nv_refuse "Invalid argument" "setfattr durable=bogus" setfattr -n user.nova.dura
 expect_errno EINVAL "setxattr(2) durable=''" setxattr "$NE" user.nova.durable ""
 expect_errno EINVAL "setxattr(2) durable='fsyncx'" setxattr "$NE" user.nova.durable fsyncx
 nv_expect_eq "$(nv_xattr "$NE" user.nova.durable)" write "durable after refused values"
+row "set user.nova.leader to an empty value or one longer than a star id" EINVAL
+expect_errno EINVAL "setxattr(2) leader=''" setxattr "$NE" user.nova.leader ""
+row "set user.nova.leader to a star id no star registered" EINVAL
+expect_errno EINVAL "setxattr(2) leader=other" setxattr "$NE" user.nova.leader other
+nv_expect_eq "$(nv_xattr "$NE" user.nova.leader | cut -d' ' -f2)" 1 "lease epoch after the refusals"
 row "set user.nova.class to a malformed value" EINVAL
 : > "$B/bad"
 nv_refuse "Invalid argument" "setfattr class=bogus" setfattr -n user.nova.class -v bogus "$B/bad"

@@ -11,7 +11,10 @@
  * predecessor's epoch to be settled, a lost registry lease (no ack, no
  * append, then a new incarnation that takes its streams again), an ack
  * that comes after the deadline failing, a lease compare that fails a
- * ref commit, and a star id held by a live star refused.  Not for:
+ * ref commit, a star id held by a live star refused, and a release
+ * (handoff): the flush before the lease goes, NOT_OWNER after it, the
+ * lease passed to a named live star, and a successor's take that does
+ * not wait on a live released predecessor's open epoch.  Not for:
  * several processes (tests/etcd/t_stars.sh).
  */
 #include "config.h"
@@ -163,6 +166,7 @@ static uint64_t fake_star(struct kv *kv, const char *id, const char *addr)
 	snprintf(row.dir, sizeof(row.dir), "/elsewhere");
 	snprintf(row.addr, sizeof(row.addr), "%s", addr);
 	assert_int_equal(kv_lease_grant(kv, 30, &lease), 0);
+	row.lease = lease;
 	assert_int_equal(meta_star_register(kv, &row, lease), 0);
 	return lease;
 }
@@ -475,6 +479,138 @@ static void test_earlier_incarnation_revoked(void **state)
 	stream_put(s);
 }
 
+/* Appends admitted before a release are all absorbed (their refs
+ * committed) before the lease row goes; the lease is passed to a named
+ * live star with the next epoch; appends here then answer NOT_OWNER. */
+static void test_release_flushes_then_passes(void **state)
+{
+	struct fx *f = *state;
+	struct kv *kv = f->st->kv;
+	uint64_t lb = fake_star(kv, "sb", "10.0.0.2:7070"), last;
+	struct done d[8];
+	char star[META_STAR_MAX + 1], prev[META_STAR_MAX + 1];
+	struct nv_stream *s;
+	struct lease_holder h;
+	struct meta_ref r;
+	struct meta_lease l;
+
+	assert_int_equal(star_stream_create(f->st, "b", "h", NULL, &s), 0);
+	assert_int_equal(append_wait(f->st, s, "first"), 0); /* taken: epoch 1 */
+	for (int i = 0; i < 8; i++) {
+		memset(&d[i], 0, sizeof(d[i]));
+		pthread_mutex_init(&d[i].m, NULL);
+		pthread_cond_init(&d[i].c, NULL);
+		assert_int_equal(star_append(f->st, s, "abcd", 4, on_done, &d[i], NULL), 0);
+	}
+	assert_int_equal(star_release(f->st, s, "sb", &h), 0);
+	assert_string_equal(h.star, "sb");
+	assert_string_equal(h.addr, "10.0.0.2:7070");
+	assert_int_equal(h.epoch, 2);
+	/* The release flush: the refs cover every admitted record. */
+	meta_ref_init(&r);
+	assert_int_equal(meta_ref_last(kv, s->id, &r), 0);
+	assert_int_equal(r.end_seq, 9);
+	assert_int_equal(r.end_byte, 5 + 8 * 4);
+	meta_ref_clear(&r);
+	for (int i = 0; i < 8; i++) {
+		pthread_mutex_lock(&d[i].m);
+		while (!d[i].fired)
+			pthread_cond_wait(&d[i].c, &d[i].m);
+		pthread_mutex_unlock(&d[i].m);
+		assert_int_equal(d[i].err, 0);
+	}
+	assert_int_equal(meta_lease_get(kv, s->id, &l, NULL), 0);
+	assert_string_equal(l.star, "sb");
+	assert_int_equal(meta_lease_last(kv, s->id, &last, star, prev, NULL), 0);
+	assert_int_equal(last, 2);
+	assert_string_equal(prev, "sa");
+	assert_int_equal(append_wait(f->st, s, "late"), -STAR_ENOTOWNER);
+	assert_int_equal(star_lead(f->st, s, &h), -STAR_ENOTOWNER);
+	assert_string_equal(h.star, "sb");
+	assert_int_equal(star_lead_check(f->st, s, NULL), -STAR_ENOTOWNER);
+	/* Releasing what another star leads: NOT_OWNER with the holder. */
+	assert_int_equal(star_release(f->st, s, NULL, &h), -STAR_ENOTOWNER);
+	assert_string_equal(h.star, "sb");
+	assert_int_equal(kv_lease_revoke(kv, lb), 0);
+	stream_put(s);
+}
+
+/* A release to nobody leaves the stream vacant (epoch row kept); the
+ * next append here takes it with a grown epoch.  Unknown and closed
+ * targets are refused before anything changes. */
+static void test_release_vacant_and_refusals(void **state)
+{
+	struct fx *f = *state;
+	struct kv *kv = f->st->kv;
+	struct meta_star row = { .state = STAR_CLOSED, .pid = 1 };
+	struct nv_stream *s;
+	struct lease_holder h;
+	struct meta_lease l;
+	uint64_t lz;
+
+	snprintf(row.id, sizeof(row.id), "sz");
+	assert_int_equal(kv_lease_grant(kv, 30, &lz), 0);
+	row.lease = lz;
+	assert_int_equal(meta_star_register(kv, &row, lz), 0);
+	assert_int_equal(star_stream_create(f->st, "b", "v", NULL, &s), 0);
+	assert_int_equal(append_wait(f->st, s, "one"), 0);
+	assert_int_equal(star_release(f->st, s, "nosuch", &h), -ENOENT);
+	assert_int_equal(star_release(f->st, s, "sz", &h), -EHOSTDOWN);
+	assert_int_equal(star_lead_check(f->st, s, NULL), 0); /* still ours */
+	assert_int_equal(star_release(f->st, s, "", &h), 0);
+	assert_string_equal(h.star, "");
+	assert_int_equal(meta_lease_get(kv, s->id, &l, NULL), -ENOENT);
+	assert_int_equal(star_leader(f->st, s, &h), -ENOENT);
+	assert_int_equal(append_wait(f->st, s, "two"), 0);
+	assert_int_equal(meta_lease_get(kv, s->id, &l, NULL), 0);
+	assert_string_equal(l.star, "sa");
+	assert_int_equal(l.epoch, 2);
+	assert_int_equal(stream_acked_byte(s), 6);
+	/* to naming this star: it leads s. */
+	assert_int_equal(star_release(f->st, s, "sa", &h), 0);
+	assert_string_equal(h.star, "sa");
+	assert_int_equal(kv_lease_revoke(kv, lz), 0);
+	stream_put(s);
+}
+
+/* A live predecessor that released the stream after its flush (its row
+ * names the epochs this incarnation started with; its open chain stays
+ * unsettled): the take does not wait for it (lease.h invariant 6). */
+static void test_take_after_release_no_wait(void **state)
+{
+	struct fx *f = *state;
+	struct kv *kv = f->st->kv;
+	struct meta_star row = { .state = STAR_RUNNING, .pid = 1 };
+	char prev[META_STAR_MAX + 1];
+	struct meta_chain ch;
+	struct nv_stream *s;
+	struct meta_lease l;
+	uint64_t lr, ver, cver, t0;
+
+	assert_int_equal(meta_chain_mint(kv, NV_CLASS_STANDARD, "sr", nv_now_wall_ns(), &ch,
+					 &cver), 0);
+	snprintf(row.id, sizeof(row.id), "sr");
+	snprintf(row.host, sizeof(row.host), "elsewhere");
+	for (unsigned c = 0; c < NV_CLASS_COUNT; c++)
+		row.epochs[c] = c == NV_CLASS_STANDARD ? ch.epoch : 1;
+	assert_int_equal(kv_lease_grant(kv, 30, &lr), 0);
+	row.lease = lr;
+	assert_int_equal(meta_star_register(kv, &row, lr), 0);
+	assert_int_equal(star_stream_create(f->st, "b", "w", NULL, &s), 0);
+	assert_int_equal(meta_lease_take(kv, s->id, "sr", "", lr, &l, &ver, prev), 0);
+	assert_int_equal(meta_lease_release(kv, s->id, ver), 0); /* its release */
+	t0 = nv_now_mono_ns();
+	assert_int_equal(append_wait(f->st, s, "next"), 0);
+	assert_true(nv_now_mono_ns() - t0 < 500 * NV_NS_PER_MS); /* < take_wait_ns */
+	assert_int_equal(meta_chain_get(kv, NV_CLASS_STANDARD, "sr", ch.epoch, &ch, &cver), 0);
+	assert_int_not_equal(ch.state, CHAIN_SETTLED); /* open, not fenced */
+	assert_int_equal(meta_lease_get(kv, s->id, &l, NULL), 0);
+	assert_string_equal(l.star, "sa");
+	assert_int_equal(l.epoch, 2);
+	assert_int_equal(kv_lease_revoke(kv, lr), 0);
+	stream_put(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -489,6 +625,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_fenced_refs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_id_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_earlier_incarnation_revoked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_release_flushes_then_passes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_release_vacant_and_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_after_release_no_wait, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
