@@ -129,17 +129,17 @@ idle=$(nv_elapsed "$t0")
 say "over ${idle} s idle: daemon $((d_ns / 1000)) us ($d_t ticks), cat A $((a_ns / 1000)) us ($a_t ticks), cat B $((b_ns / 1000)) us ($b_t ticks)"
 parked_is 2 || fail "the followers are no longer parked after the idle period"
 # /proc/PID/stat counts 10 ms ticks: at most one (a tick that happened to
-# land); schedstat is exact: 1 ms for a cat, 5 ms for the daemon (its
-# auditor runs a pass every second).
+# land); schedstat is exact: 1 ms for a cat, the daemon's bound below.
 ((a_t <= 1 && b_t <= 1)) || fail "a parked cat used CPU ticks while idle: A $a_t, B $b_t"
 ((d_t <= 1)) || fail "the daemon used $d_t CPU ticks in ${idle} s with only parked followers"
 ((a_ns < 1000000 && b_ns < 1000000)) ||
 	fail "a parked cat used CPU while idle: A $((a_ns / 1000)) us, B $((b_ns / 1000)) us in ${idle} s"
-# The sanitizer build spends about three times the CPU on the same
-# passes (and the keepalive of the registry lease): its bound is 15 ms; a
-# busy wait would use a whole second of the two.
-d_max=5000000
-[ "${NOVAFS_SANITIZERS:-0}" = 1 ] && d_max=15000000
+# The daemon's idle work is its auditor's pass every second and the
+# registry lease's keepalive: 1.5-3 ms in 2 s on the directory store,
+# 5 ms in the sanitizer build, 9 ms on S3 (each pass lists over HTTP),
+# all on a loaded machine.  20 ms (as the tick check above) keeps that
+# work out of the verdict; a busy wait would use most of the 2 s.
+d_max=20000000
 ((d_ns < d_max)) ||
 	fail "the daemon used $((d_ns / 1000)) us of CPU in ${idle} s with only parked followers (busy waiting?)"
 say "ok: no measurable CPU while parked"
