@@ -131,10 +131,10 @@ sys.stdout.write(s)' "$@"; }
 want a 40 > "$NV_TMP/want"
 cmp "$NV_TMP/follow.out" "$NV_TMP/want" || fail "the follower's bytes differ from A's"
 sz=$(nv_size "$NV_TMP/want")
-nv_await 5 "stat on B shows A's $sz bytes within its 30 s attr_timeout" \
+nv_await 15 "stat on B shows A's $sz bytes within its 30 s attr_timeout" \
 	test "$(nv_size "$MB/b/s")" = "$sz"
 say "ok: byte-identical on B's follower; stat on B shows $sz (attr_timeout=30)"
-nv_await 5 "stat on C shows A's $sz bytes (a lookup says the holder's end)" \
+nv_await 15 "stat on C shows A's $sz bytes (a lookup says the holder's end)" \
 	test "$(nv_size "$MC/b/s")" = "$sz"
 say "ok: stat on C (no follower, attr_timeout=1) shows $sz"
 
