@@ -29,27 +29,14 @@ int meta_lease_encode(const struct meta_lease *l, struct nv_buf *out)
 	return rc;
 }
 
-/* A string of at most cap - 1 bytes without NUL into dst. */
-static int rd_str(struct nv_rd *r, char *dst, size_t cap)
-{
-	uint32_t n;
-	const uint8_t *p = nv_rd_bytes(r, &n, (uint32_t)cap - 1);
-
-	if (!p || memchr(p, 0, n))
-		return -EBADMSG;
-	memcpy(dst, p, n);
-	dst[n] = 0;
-	return 0;
-}
-
 int meta_lease_decode(const void *p, size_t n, struct meta_lease *l)
 {
 	struct nv_rd r;
 
 	memset(l, 0, sizeof(*l));
 	nv_rd_init(&r, p, n);
-	if (nv_rd_u8(&r) != LEASE_V1 || rd_str(&r, l->star, sizeof(l->star)) ||
-	    rd_str(&r, l->addr, sizeof(l->addr)))
+	if (nv_rd_u8(&r) != LEASE_V1 || nv_rd_str_into(&r, l->star, sizeof(l->star)) ||
+	    nv_rd_str_into(&r, l->addr, sizeof(l->addr)))
 		return -EBADMSG;
 	l->epoch = nv_rd_u64(&r);
 	if (nv_rd_done(&r) || meta_star_check(l->star) || l->epoch == 0)
@@ -102,8 +89,8 @@ int meta_lease_last(struct kv *kv, uint64_t stream, uint64_t *epoch, char *star,
 		if (nv_rd_u8(&r) != LEP_V1)
 			rc = -EBADMSG;
 		*epoch = nv_rd_u64(&r);
-		if (!rc && (rd_str(&r, star, META_STAR_MAX + 1) ||
-			    rd_str(&r, prev, META_STAR_MAX + 1) || nv_rd_done(&r)))
+		if (!rc && (nv_rd_str_into(&r, star, META_STAR_MAX + 1) ||
+			    nv_rd_str_into(&r, prev, META_STAR_MAX + 1) || nv_rd_done(&r)))
 			rc = -EBADMSG;
 	}
 	if (ver)

@@ -39,19 +39,6 @@ int meta_star_encode(const struct meta_star *s, struct nv_buf *out)
 	return rc;
 }
 
-/* A string field of at most cap - 1 bytes, without NUL, into dst. */
-static int rd_field(struct nv_rd *r, char *dst, size_t cap)
-{
-	uint32_t n;
-	const uint8_t *p = nv_rd_bytes(r, &n, (uint32_t)cap - 1);
-
-	if (!p || memchr(p, 0, n))
-		return -EBADMSG;
-	memcpy(dst, p, n);
-	dst[n] = 0;
-	return 0;
-}
-
 int meta_star_decode(const void *p, size_t n, const char *id, struct meta_star *s)
 {
 	struct nv_rd r;
@@ -63,9 +50,9 @@ int meta_star_decode(const void *p, size_t n, const char *id, struct meta_star *
 	strcpy(s->id, id);
 	s->started_ns = nv_rd_u64(&r);
 	s->pid = nv_rd_u32(&r);
-	if (rd_field(&r, s->host, sizeof(s->host)) || rd_field(&r, s->dir, sizeof(s->dir)) ||
-	    rd_field(&r, s->addr, sizeof(s->addr)) ||
-	    rd_field(&r, s->location, sizeof(s->location)))
+	if (nv_rd_str_into(&r, s->host, sizeof(s->host)) || nv_rd_str_into(&r, s->dir, sizeof(s->dir)) ||
+	    nv_rd_str_into(&r, s->addr, sizeof(s->addr)) ||
+	    nv_rd_str_into(&r, s->location, sizeof(s->location)))
 		return -EBADMSG;
 	s->state = nv_rd_u8(&r);
 	for (unsigned c = 0; c < NV_CLASS_COUNT; c++)

@@ -65,6 +65,18 @@ const uint8_t *nv_rd_bytes(struct nv_rd *r, uint32_t *len, uint32_t max)
 	return nv_rd_raw(r, n);
 }
 
+int nv_rd_str_into(struct nv_rd *r, char *dst, size_t cap)
+{
+	uint32_t n;
+	const uint8_t *p = nv_rd_bytes(r, &n, (uint32_t)cap - 1);
+
+	if (!p || memchr(p, 0, n))
+		return -EBADMSG;
+	memcpy(dst, p, n);
+	dst[n] = 0;
+	return 0;
+}
+
 char *nv_rd_str(struct nv_rd *r, uint32_t max)
 {
 	uint32_t n;

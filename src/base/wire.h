@@ -53,6 +53,10 @@ const uint8_t *nv_rd_bytes(struct nv_rd *r, uint32_t *len, uint32_t max);
  * error, on ENOMEM, or when the bytes contain a NUL. */
 char *nv_rd_str(struct nv_rd *r, uint32_t max);
 
+/* Same, into dst of cap bytes (at most cap - 1 of them, then a NUL):
+ * 0, or -EBADMSG when short, too long or holding a NUL. */
+int nv_rd_str_into(struct nv_rd *r, char *dst, size_t cap);
+
 /* n raw bytes, borrowed; NULL with the error set when short. */
 const uint8_t *nv_rd_raw(struct nv_rd *r, size_t n);
 
