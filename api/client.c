@@ -3,7 +3,9 @@
  *
  * For: one pool of easy handles (each keeps its connections alive), the
  * redial rule, the epoch memory, and the subscription frame reader.
- * Not for: who leads (the caller), the wire forms (api/wire.c).
+ * Also the plan route (api_client_plan(): any star, no redial).
+ * Not for: who leads (the caller), the wire forms (api/wire.c,
+ * api/plan.c), fetching what a plan names (api/vend.c).
  *
  * One call (call()):
  *
@@ -14,6 +16,13 @@
  *                         -STAR_ENOTOWNER : dial h' (once)
  *                 --other status / transport error--> -errno (client.h)
  *
+ * Stream ids: a call given the stream's id (nonzero) sends it in
+ * API_STREAM_ID_HEADER on every dial, and the holder's 404 stream_moved
+ * (the stream under that name is another one now, or none) is -ESTALE,
+ * never -ENOENT (status_to_errno()).  Its epoch memory is keyed by the id
+ * then, not the name: a rename keeps the stream's epochs, and a new
+ * stream under an old name starts its own.
+ *
  * Locking: cl->lock guards the free-handle stack and the epoch table;
  * it is never held across a request.
  *
@@ -21,8 +30,10 @@
  */
 #include "config.h"
 #include "api/client.h"
+#include "api/plan.h"
 #include "api/wire.h"
 #include "src/base/buf.h"
+#include "src/base/clock.h"
 #include "src/base/log.h"
 
 #include <curl/curl.h>
@@ -39,9 +50,14 @@
 /* A subscription whose holder sends nothing (not even a heartbeat, every
  * 5 s: api/server.h) for this long is dead. */
 #define SUB_SILENT_S 20
+/* How long a holder may be quiet before the caller's quiet look
+ * (api_sub_quiet_fn): past one heartbeat (5 s) and a margin. */
+#define DEFAULT_SUB_QUIET_MS 6000
+/* The quiet look's period once due. */
+#define SUB_QUIET_EVERY_NS NV_NS_PER_S
 
 struct epoch_slot {
-	uint64_t key;   /* hash of bucket/stream; 0: empty */
+	uint64_t key;   /* hash of bucket/stream, or of bucket/id; 0: empty */
 	uint64_t epoch;
 };
 
@@ -59,6 +75,7 @@ struct api_client {
 struct xfer {
 	const char *method;             /* "GET" or "POST" */
 	char url[API_PATH_MAX + 128];
+	uint64_t id;                    /* the stream's id (API_STREAM_ID_HEADER); 0: none */
 	const void *body;
 	size_t len;
 	struct nv_buf reply;            /* non-subscription replies */
@@ -73,6 +90,11 @@ struct xfer {
 	bool in_data, ended;
 	struct nv_buf data;
 	uint64_t cursor;                /* the next byte wanted */
+	api_sub_quiet_fn quiet;         /* may be NULL */
+	const struct lease_holder *at;  /* the holder dialed (call()) */
+	uint64_t quiet_ns;              /* sub_quiet_ms */
+	uint64_t heard_ns;              /* mono: the holder's last bytes */
+	uint64_t look_ns;               /* mono: the next quiet look */
 	CURL *easy;                     /* during perform() */
 };
 
@@ -151,12 +173,20 @@ static void handle_put(struct api_client *cl, CURL *h)
 
 /* ------------------------------------------------------------ epochs */
 
-static uint64_t stream_key(const char *bucket, const char *stream)
+/* The epoch table's key of a stream: bucket/stream, or bucket#id when
+ * the caller named its id (a '#' never is in a name, names.h). */
+static uint64_t stream_key(const char *bucket, const char *stream, uint64_t id)
 {
 	uint64_t k = 1469598103934665603ull; /* FNV-1a 64 */
 
 	for (const char *p = bucket; *p; p++)
 		k = (k ^ (unsigned char)*p) * 1099511628211ull;
+	if (id) {
+		k = (k ^ '#') * 1099511628211ull;
+		for (int i = 0; i < 8; i++)
+			k = (k ^ ((id >> (8 * i)) & 0xff)) * 1099511628211ull;
+		return k ? k : 1;
+	}
 	k = (k ^ '/') * 1099511628211ull;
 	for (const char *p = stream; *p; p++)
 		k = (k ^ (unsigned char)*p) * 1099511628211ull;
@@ -183,8 +213,18 @@ static bool epoch_note(struct api_client *cl, uint64_t key, uint64_t epoch)
 
 /* ------------------------------------------------------------ transfers */
 
-/* The one translation of libcurl's and HTTP's error spaces to errno. */
-static int status_to_errno(CURLcode cc, long status, bool sent)
+/* The reply's error code is code (a JSON error document). */
+static bool reply_code_is(const struct xfer *x, const char *code)
+{
+	char got[32];
+
+	return api_parse_reply_str((const char *)x->reply.ptr, x->reply.len, "error", got,
+				   sizeof(got)) == 0 && !strcmp(got, code);
+}
+
+/* The one translation of libcurl's and HTTP's error spaces to errno (x:
+ * the reply, for the error code of a 404). */
+static int status_to_errno(CURLcode cc, long status, bool sent, const struct xfer *x)
 {
 	/* A request the holder may have received and not answered in time
 	 * is in doubt (an append may still be acked there): not "cannot be
@@ -200,7 +240,7 @@ static int status_to_errno(CURLcode cc, long status, bool sent)
 	case 200: return 0;
 	case 400: return -EINVAL;
 	case 401: case 403: return -EACCES;
-	case 404: return -ENOENT;
+	case 404: return reply_code_is(x, API_STREAM_MOVED) ? -ESTALE : -ENOENT;
 	case 413: return -EFBIG;
 	case 416: return -ERANGE;
 	case 421: return -STAR_ENOTOWNER;
@@ -290,7 +330,31 @@ static size_t on_frames(char *p, size_t size, size_t n, void *arg)
 		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
 	if (x->status != 200) /* an error document: keep it for the redial */
 		return on_reply(p, size, n, arg);
+	x->heard_ns = nv_now_mono_ns();
 	return sub_feed(x, p, size * n) ? 0 : size * n;
+}
+
+/* libcurl's progress call (about once a second while nothing moves): the
+ * quiet look (api_sub_quiet_fn) when due.  Nonzero aborts the transfer
+ * with the look's value in fn_rc. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct xfer *x = arg;
+	uint64_t now = nv_now_mono_ns();
+	int rc;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	if (now - x->heard_ns < x->quiet_ns || now < x->look_ns)
+		return 0;
+	x->look_ns = now + SUB_QUIET_EVERY_NS;
+	rc = x->quiet(x->arg, x->at);
+	if (rc)
+		x->fn_rc = rc;
+	return rc != 0;
 }
 
 /* Perform x at h->addr.  0 or -errno (client.h); -STAR_ENOTOWNER with
@@ -299,11 +363,24 @@ static int perform(struct api_client *cl, struct xfer *x)
 {
 	CURL *e = handle_get(cl);
 	struct curl_slist *hdrs = curl_slist_append(NULL, cl->auth);
+	char idh[sizeof(API_STREAM_ID_HEADER) + 24];
 	bool sub = x->fn != NULL;
 	long sent = 0;
 	CURLcode cc;
 
 	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (x->id) { /* never sent by name alone when the caller named the id */
+		struct curl_slist *more;
+
+		snprintf(idh, sizeof(idh), API_STREAM_ID_HEADER ": %llu", (unsigned long long)x->id);
+		more = curl_slist_append(hdrs, idh);
+		if (!more) {
+			curl_slist_free_all(hdrs);
+			handle_put(cl, e);
+			return -ENOMEM;
+		}
+		hdrs = more;
+	}
 	curl_easy_reset(e);
 	curl_easy_setopt(e, CURLOPT_URL, x->url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
@@ -317,6 +394,15 @@ static int perform(struct api_client *cl, struct xfer *x)
 	if (sub) {
 		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)SUB_SILENT_S);
+		if (x->quiet) {
+			x->heard_ns = nv_now_mono_ns();
+			x->look_ns = 0;
+			x->quiet_ns = cl->cfg.sub_quiet_ms ? cl->cfg.sub_quiet_ms * NV_NS_PER_MS
+				      : DEFAULT_SUB_QUIET_MS * NV_NS_PER_MS;
+			curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+			curl_easy_setopt(e, CURLOPT_XFERINFODATA, x);
+			curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+		}
 	} else {
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)cl->cfg.timeout_ms);
 	}
@@ -345,7 +431,7 @@ static int perform(struct api_client *cl, struct xfer *x)
 		return -EIO; /* a reply over its bound, or a broken frame */
 	/* A silent subscription is a holder gone quiet, not a request in
 	 * doubt. */
-	return status_to_errno(cc, x->status, sent > 0 && !sub);
+	return status_to_errno(cc, x->status, sent > 0 && !sub, x);
 }
 
 /* ------------------------------------------------------------ the redial */
@@ -374,12 +460,12 @@ static int set_url(struct xfer *x, const char *addr, enum api_endpoint ep, const
 static int call(struct api_client *cl, const struct lease_holder *h, enum api_endpoint ep,
 		const char *bucket, const char *stream, const char *query, struct xfer *x)
 {
-	uint64_t key = stream_key(bucket, stream);
+	uint64_t key = stream_key(bucket, stream, x->id);
 	struct lease_holder at = *h, next;
 	char q[64];
 	int rc;
 
-	if (!epoch_note(cl, key, at.epoch)) {
+	if (at.epoch && !epoch_note(cl, key, at.epoch)) {
 		nv_log(NV_INFO, NV_SUB_API, "cluster client: %s/%s: holder %s at epoch %llu is "
 		       "older than one seen: not dialed", bucket, stream, at.star,
 		       (unsigned long long)at.epoch);
@@ -388,6 +474,7 @@ static int call(struct api_client *cl, const struct lease_holder *h, enum api_en
 	for (int dial = 0;; dial++) {
 		if (x->fn)
 			snprintf(q, sizeof(q), "?offset=%llu", (unsigned long long)x->cursor);
+		x->at = &at;
 		rc = set_url(x, at.addr, ep, bucket, stream, x->fn ? q : query);
 		if (rc == 0)
 			rc = perform(cl, x);
@@ -441,7 +528,7 @@ static int reply_u64(const struct xfer *x, const char *key, const char *sub, uin
 }
 
 int api_client_append(struct api_client *cl, const struct lease_holder *h, const char *bucket,
-		      const char *stream, const void *body, size_t len,
+		      const char *stream, uint64_t id, const void *body, size_t len,
 		      struct api_append_result *res)
 {
 	struct xfer x;
@@ -449,6 +536,7 @@ int api_client_append(struct api_client *cl, const struct lease_holder *h, const
 	int rc;
 
 	xfer_init(&x, "POST", API_LINE_MAX);
+	x.id = id;
 	x.body = body;
 	x.len = len;
 	rc = call(cl, h, API_EP_APPEND, bucket, stream, "", &x);
@@ -463,7 +551,8 @@ int api_client_append(struct api_client *cl, const struct lease_holder *h, const
 }
 
 int api_client_read(struct api_client *cl, const struct lease_holder *h, const char *bucket,
-		    const char *stream, uint64_t off, void *dst, size_t len, size_t *got)
+		    const char *stream, uint64_t id, uint64_t off, void *dst, size_t len,
+		    size_t *got)
 {
 	struct xfer x;
 	char q[80];
@@ -474,6 +563,7 @@ int api_client_read(struct api_client *cl, const struct lease_holder *h, const c
 		len = API_READ_MAX;
 	/* Room for a NOT_OWNER document when len is small. */
 	xfer_init(&x, "GET", len > API_LINE_MAX ? len : API_LINE_MAX);
+	x.id = id;
 	snprintf(q, sizeof(q), "?offset=%llu&length=%zu", (unsigned long long)off, len);
 	rc = call(cl, h, API_EP_READ, bucket, stream, q, &x);
 	if (rc == -ERANGE)
@@ -488,14 +578,51 @@ int api_client_read(struct api_client *cl, const struct lease_holder *h, const c
 	return rc;
 }
 
-int api_client_end(struct api_client *cl, const struct lease_holder *h, const char *bucket,
-		   const char *stream, uint64_t *seq, uint64_t *byte)
+int api_client_bounds(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		      const char *stream, uint64_t id, struct api_bounds *b)
 {
 	struct xfer x;
 	int rc;
 
+	memset(b, 0, sizeof(*b));
 	xfer_init(&x, "GET", API_LINE_MAX);
+	x.id = id;
 	rc = call(cl, h, API_EP_END, bucket, stream, "", &x);
+	if (rc == 0 && (reply_u64(&x, "seq", NULL, &b->end_seq) ||
+			reply_u64(&x, "byte", NULL, &b->end_byte)))
+		rc = -EIO;
+	if (rc == 0 && (reply_u64(&x, "trim", "seq", &b->trim_seq) ||
+			reply_u64(&x, "trim", "byte", &b->trim_byte)))
+		b->trim_seq = b->trim_byte = 0; /* a star that does not say */
+	xfer_done(&x);
+	return rc;
+}
+
+int api_client_end(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		   const char *stream, uint64_t id, uint64_t *seq, uint64_t *byte)
+{
+	struct api_bounds b;
+	int rc = api_client_bounds(cl, h, bucket, stream, id, &b);
+
+	if (rc == 0) {
+		*seq = b.end_seq;
+		*byte = b.end_byte;
+	}
+	return rc;
+}
+
+int api_client_locate(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		      const char *stream, uint64_t id, bool by_seq, uint64_t pos, uint64_t *seq,
+		      uint64_t *byte)
+{
+	struct xfer x;
+	char q[64];
+	int rc;
+
+	xfer_init(&x, "GET", API_LINE_MAX);
+	x.id = id;
+	snprintf(q, sizeof(q), "?%s=%llu", by_seq ? "seq" : "offset", (unsigned long long)pos);
+	rc = call(cl, h, API_EP_LOCATE, bucket, stream, q, &x);
 	if (rc == 0 && (reply_u64(&x, "seq", NULL, seq) || reply_u64(&x, "byte", NULL, byte)))
 		rc = -EIO;
 	xfer_done(&x);
@@ -503,14 +630,23 @@ int api_client_end(struct api_client *cl, const struct lease_holder *h, const ch
 }
 
 int api_client_subscribe(struct api_client *cl, const struct lease_holder *h,
-			 const char *bucket, const char *stream, uint64_t off, api_sub_fn fn,
-			 void *arg)
+			 const char *bucket, const char *stream, uint64_t id, uint64_t off,
+			 api_sub_fn fn, void *arg)
+{
+	return api_client_subscribe_watch(cl, h, bucket, stream, id, off, fn, NULL, arg);
+}
+
+int api_client_subscribe_watch(struct api_client *cl, const struct lease_holder *h,
+			       const char *bucket, const char *stream, uint64_t id, uint64_t off,
+			       api_sub_fn fn, api_sub_quiet_fn quiet, void *arg)
 {
 	struct xfer x;
 	int rc;
 
 	xfer_init(&x, "GET", API_LINE_MAX);
+	x.id = id;
 	x.fn = fn;
+	x.quiet = quiet;
 	x.arg = arg;
 	x.cursor = off;
 	rc = call(cl, h, API_EP_SUBSCRIBE, bucket, stream, "", &x);
@@ -519,6 +655,119 @@ int api_client_subscribe(struct api_client *cl, const struct lease_holder *h,
 		     : !strcmp(x.frame.error, "shutting_down") ? -EAGAIN : -EIO;
 	else if (rc == 0)
 		rc = -EIO; /* the holder closed without a last frame */
+	xfer_done(&x);
+	return rc;
+}
+
+/* The largest plan reply: every entry with a URL at its bound. */
+#define PLAN_REPLY_MAX ((size_t)PLAN_ENTRIES_MAX * (API_PLAN_URL_MAX + 1024) + 4096)
+
+int api_client_plan(struct api_client *cl, const char *addr, const char *bucket,
+		    const char *stream, enum meta_ref_key by, uint64_t pos, uint32_t max,
+		    struct read_plan *p)
+{
+	struct xfer x;
+	char q[96];
+	int rc;
+
+	p->n = 0;
+	snprintf(q, sizeof(q), "?%s=%llu&max=%u", by == META_REF_BY_BYTE ? "offset" : "seq",
+		 (unsigned long long)pos, max ? max : PLAN_ENTRIES_MAX);
+	xfer_init(&x, "GET", PLAN_REPLY_MAX);
+	rc = set_url(&x, addr, API_EP_PLAN, bucket, stream, q);
+	if (rc == 0)
+		rc = perform(cl, &x);
+	if (rc == 0 && api_plan_parse((const char *)x.reply.ptr, x.reply.len, p)) {
+		nv_log(NV_WARN, NV_SUB_API, "cluster client: %s/%s: a plan from %s that does "
+		       "not parse", bucket, stream, addr);
+		rc = -EIO;
+	}
+	xfer_done(&x);
+	return rc;
+}
+
+int api_client_handoff(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		       const char *stream, uint64_t id, const char *to, struct lease_holder *out)
+{
+	struct lease_holder nh = { .epoch = 0 };
+	char body[META_STAR_MAX + 16], code[32];
+	uint64_t epoch = 0;
+	struct xfer x;
+	int rc;
+
+	if (snprintf(body, sizeof(body), "{\"to\":\"%s\"}", to) >= (int)sizeof(body))
+		return -EINVAL;
+	xfer_init(&x, "POST", API_LINE_MAX);
+	x.id = id;
+	x.body = body;
+	x.len = strlen(body);
+	rc = call(cl, h, API_EP_HANDOFF, bucket, stream, "", &x);
+	if (rc && api_parse_reply_str((const char *)x.reply.ptr, x.reply.len, "error", code,
+				      sizeof(code)) == 0) {
+		/* The holder's refusals by their codes (novafs(8) STAR API). */
+		if (!strcmp(code, "no_such_star"))
+			rc = -ENOENT;
+		else if (!strcmp(code, "star_down"))
+			rc = -EHOSTDOWN;
+		else if (!strcmp(code, "not_implemented"))
+			rc = -EOPNOTSUPP;
+	}
+	if (rc == 0 && (api_parse_reply_str((const char *)x.reply.ptr, x.reply.len, "leader",
+					    nh.star, sizeof(nh.star)) ||
+			reply_u64(&x, "epoch", NULL, &epoch)))
+		rc = -EIO;
+	xfer_done(&x);
+	nh.epoch = epoch;
+	if (rc == 0 && out)
+		*out = nh;
+	return rc;
+}
+
+int api_client_delete(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		      const char *stream, uint64_t id)
+{
+	struct xfer x;
+	int rc;
+
+	xfer_init(&x, "POST", API_LINE_MAX);
+	x.id = id;
+	rc = call(cl, h, API_EP_DELETE, bucket, stream, "", &x);
+	xfer_done(&x);
+	return rc;
+}
+
+int api_client_trim(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		    const char *stream, uint64_t id, bool by_seq, uint64_t pos, uint64_t *seq,
+		    uint64_t *byte)
+{
+	struct xfer x;
+	char q[64];
+	int rc;
+
+	xfer_init(&x, "POST", API_LINE_MAX);
+	x.id = id;
+	snprintf(q, sizeof(q), "?%s=%llu", by_seq ? "seq" : "offset", (unsigned long long)pos);
+	rc = call(cl, h, API_EP_TRIM, bucket, stream, q, &x);
+	if (rc == 0 && (reply_u64(&x, "trim", "seq", seq) || reply_u64(&x, "trim", "byte", byte)))
+		rc = -EIO;
+	xfer_done(&x);
+	return rc;
+}
+
+int api_client_nudge(struct api_client *cl, const char *addr, const char *from)
+{
+	char body[META_STAR_MAX + 16];
+	struct xfer x;
+	int n, rc;
+
+	if (!addr[0])
+		return -EHOSTUNREACH;
+	xfer_init(&x, "POST", API_LINE_MAX);
+	snprintf(body, sizeof(body), "{\"star\":\"%s\"}", from);
+	x.body = body;
+	x.len = strlen(body);
+	n = snprintf(x.url, sizeof(x.url), "http://%s/v1/nudge", addr);
+	rc = n < 0 || (size_t)n >= sizeof(x.url) ? -EINVAL : perform(cl, &x);
 	xfer_done(&x);
 	return rc;
 }

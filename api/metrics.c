@@ -22,7 +22,7 @@
 static const char *const gauge_names[] = {
 	"settle_era_ms_max", "settle_pass_ms_max", "settle_markers_waiting",
 	"settle_oldest_standard_ms", "settle_oldest_express_ms", "settle_chains_failing",
-	"settle_backoff_ms", "parked_readers",
+	"settle_backoff_ms", "settle_duty", "parked_readers", "subscriptions",
 };
 
 struct visit {

@@ -3,8 +3,8 @@
  *
  * For: the daemon (one thread per connection, bounded), the request
  * state across the library's calls (struct req), authentication first,
- * the body limit, and the handlers of append, read, end, handoff and
- * nudge; /metrics is api/metrics.c, subscriptions api/subscribe.c.  Not
+ * the body limit, and the handlers of append, read, end, locate, plan, handoff,
+ * delete, trim and nudge; /metrics is api/metrics.c, subscriptions api/subscribe.c.  Not
  * for: the wire forms (api/wire.c).
  *
  * One request, as the library calls on_request():
@@ -21,20 +21,37 @@
  * ack; a subscription parks), which is why each connection has one and
  * their number is bounded (server.h invariant 2).
  *
+ * Leases: only an append (and a hot read, locate past the end) leads a
+ * stream (star_lead(), taking a vacant one).  A subscription never does:
+ * it asks star_lead_check(); led elsewhere it is NOT_OWNER, led here the
+ * leader's parked subscription, vacant it is served from the stream's
+ * refs and polls them (the read-path seed's "Vacant streams": any star
+ * serves committed state; api/subscribe.h invariant 5), so a Gateway or
+ * another mount's follower never makes this star the leader.
+ *
+ * Stream ids: a per-stream request may name the stream's id too
+ * (API_STREAM_ID_HEADER, api/wire.h).  The header is parsed in the first
+ * call (malformed: 400 before the body is read) and compared in
+ * stream_of(), right after the name's lookup and before any handler runs,
+ * so a mismatch (or no stream under the name) is 404 stream_moved before
+ * any side effect: no lease taken, nothing appended, served or deleted.
+ *
  * Invariants: those of server.h.  Every refusal a client can provoke
  * logs one rate-limited line naming what and which stream.
  */
 #include "config.h"
+#include "api/httpd.h"
 #include "api/metrics.h"
+#include "api/plan.h"
 #include "api/server.h"
 #include "api/subscribe.h"
 #include "api/wire.h"
+#include "engine/handoff.h"
 #include "engine/lease.h"
 #include "engine/star.h"
 #include "src/base/clock.h"
 #include "src/base/log.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -62,6 +79,7 @@ struct api_server {
 struct req {
 	const char *method, *url; /* the library's, valid until on_completed() */
 	struct api_route r;
+	uint64_t stream_id; /* API_STREAM_ID_HEADER; 0: named by bucket/stream alone */
 	char *body;       /* max_body bytes; NULL without a body */
 	size_t len;
 	bool too_big;
@@ -69,62 +87,35 @@ struct req {
 };
 
 /* One budget of log lines (NV_RATELIMIT_BURST a minute) per kind of
- * refusal: credentials, unroutable requests, refusals naming a stream. */
-static struct nv_ratelimit rl_auth, rl_route, rl_bad;
+ * refusal: credentials, unroutable requests, refusals naming a stream,
+ * stream ids that name another stream (stream_moved). */
+static struct nv_ratelimit rl_auth, rl_route, rl_bad, rl_moved;
 
 /* ------------------------------------------------------------ replies */
 
+/* The star API's answers (api/httpd.h): 401 names the realm "novafs". */
+static const struct api_http_style style = { .realm = "novafs", .retry_after = false };
+
 static const char *peer_of(struct MHD_Connection *c, char *buf, size_t len)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-
-	snprintf(buf, len, "?");
-	if (sa && sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
-			  (socklen_t)len);
-	else if (sa && sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
-			  buf, (socklen_t)len);
-	return buf;
+	return api_http_peer(c, buf, len);
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
 			     const void *body, size_t len)
 {
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-	enum MHD_Result ret;
-
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	if (status == MHD_HTTP_UNAUTHORIZED)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-					"Bearer realm=\"novafs\"");
-	ret = MHD_queue_response(c, status, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return api_http_reply(c, &style, status, type, body, len);
 }
 
 static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, const char *doc)
 {
-	char line[API_LINE_MAX + 1];
-	int n = snprintf(line, sizeof(line), "%s\n", doc);
-
-	return reply(c, status, "application/json", line,
-		     n > 0 && (size_t)n < sizeof(line) ? (size_t)n : strlen(line));
+	return api_http_reply_json(c, &style, status, doc);
 }
 
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
 				   const char *detail)
 {
-	char doc[API_LINE_MAX];
-
-	if (api_fmt_error(code, detail, doc, sizeof(doc)))
-		snprintf(doc, sizeof(doc), "{\"error\":\"%s\"}", code);
-	return reply_json(c, status, doc);
+	return api_http_reply_error(c, &style, status, code, detail);
 }
 
 /* A refusal the client provoked: a 4xx and one rate-limited line. */
@@ -203,16 +194,52 @@ static void append_done(void *arg, int err)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* The stream of the request (a reference), or a reply already queued. */
+/* The request named stream q->stream_id, and this star has stream `has`
+ * (0: none) under its bucket/name: 404 stream_moved, one rate-limited
+ * line naming the stream and both ids. */
+static enum MHD_Result reply_moved(struct MHD_Connection *c, const struct req *q, uint64_t has)
+{
+	char peer[64], detail[160], here[24] = "none";
+
+	if (has)
+		snprintf(here, sizeof(here), "%llu", (unsigned long long)has);
+	if (has)
+		snprintf(detail, sizeof(detail), "the stream under this name is %llu, not %llu "
+			 "(renamed or replaced)", (unsigned long long)has,
+			 (unsigned long long)q->stream_id);
+	else
+		snprintf(detail, sizeof(detail), "no stream under this name, not %llu (renamed "
+			 "or deleted)", (unsigned long long)q->stream_id);
+	nv_log_ratelimited(&rl_moved, NV_INFO, NV_SUB_API, "star API: 404 %s for %s %.200s from "
+			   "%s: %s/%s is stream %s here, the request names stream %llu",
+			   API_STREAM_MOVED, q->method, q->url, peer_of(c, peer, sizeof(peer)),
+			   q->r.bucket, q->r.stream, here, (unsigned long long)q->stream_id);
+	return reply_error(c, MHD_HTTP_NOT_FOUND, API_STREAM_MOVED, detail);
+}
+
+/* The stream of the request (a reference), or a reply already queued.
+ * With a stream id (q->stream_id), only the stream of that id: the check
+ * every handler relies on coming before its first side effect. */
 static struct nv_stream *stream_of(struct MHD_Connection *c, struct api_server *srv,
 				   const struct req *q, enum MHD_Result *ret)
 {
 	struct nv_stream *s = NULL;
 	int rc = star_stream_lookup(srv->st, q->r.bucket, q->r.stream, &s);
 
+	if (rc == -ENOENT && q->stream_id) {
+		*ret = reply_moved(c, q, 0);
+		return NULL;
+	}
 	if (rc) {
 		*ret = rc == -ENOENT ? refuse(c, q, MHD_HTTP_NOT_FOUND, "not_found", "no such stream")
 				     : reply_errno(c, srv, NULL, rc);
+		return NULL;
+	}
+	if (q->stream_id && s->id != q->stream_id) {
+		uint64_t has = s->id;
+
+		stream_put(s);
+		*ret = reply_moved(c, q, has);
 		return NULL;
 	}
 	return s;
@@ -302,7 +329,7 @@ static enum MHD_Result do_read(struct MHD_Connection *c, struct api_server *srv,
 {
 	struct lease_holder h;
 	enum MHD_Result ret = MHD_NO;
-	uint64_t off, len, end = stream_acked_byte(s);
+	uint64_t off, len, end;
 	uint8_t *buf;
 	size_t done;
 	bool hot;
@@ -310,6 +337,16 @@ static enum MHD_Result do_read(struct MHD_Connection *c, struct api_server *srv,
 
 	if (read_args(c, q, &off, &len, &ret))
 		return ret;
+	end = stream_acked_byte(s);
+	/* Past this star's view of a vacant stream: raised to its refs first
+	 * (star_view_refresh()), so a star that led it once never answers
+	 * the end it saw then. */
+	if ((off >= end || len > end - off) && star_lead_check(srv->st, s, &h) == -ENOENT) {
+		rc = star_view_refresh(srv->st, s, STAR_VIEW_READ);
+		if (rc < 0)
+			return reply_errno(c, srv, s, rc);
+		end = stream_acked_byte(s);
+	}
 	if (off > end)
 		return refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "past_end",
 			      "offset is past the acked end");
@@ -319,7 +356,9 @@ static enum MHD_Result do_read(struct MHD_Connection *c, struct api_server *srv,
 	rc = read_fill(srv, s, off, buf, (size_t)len, &done, &hot);
 	/* A hot page is served only while this star leads (server.h
 	 * invariant 3); cold pages need no lease. */
-	if (rc == 0 && hot && (rc = star_lead(srv->st, s, &h)) == -STAR_ENOTOWNER)
+	if (rc == 0 && hot && (rc = star_lead_check(srv->st, s, &h)) == -ENOENT)
+		rc = 0; /* vacant: its view here is committed, and a read takes no lease */
+	if (rc == -STAR_ENOTOWNER)
 		ret = reply_not_owner(c, &h);
 	else if (rc)
 		ret = reply_errno(c, srv, s, rc);
@@ -341,9 +380,52 @@ static enum MHD_Result do_end(struct MHD_Connection *c, struct api_server *srv,
 		return reply_not_owner(c, &h);
 	if (rc && rc != -ENOENT)
 		return reply_errno(c, srv, s, rc);
-	snprintf(doc, sizeof(doc), "{\"seq\":%llu,\"byte\":%llu}",
+	if (rc == -ENOENT && (rc = star_view_refresh(srv->st, s, STAR_VIEW_READ)) < 0)
+		return reply_errno(c, srv, s, rc); /* vacant: its refs' end */
+	snprintf(doc, sizeof(doc), "{\"seq\":%llu,\"byte\":%llu,\"trim\":{\"seq\":%llu,"
+		 "\"byte\":%llu}}",
 		 (unsigned long long)atomic_load_explicit(&s->acked_seq, memory_order_acquire),
-		 (unsigned long long)stream_acked_byte(s));
+		 (unsigned long long)stream_acked_byte(s),
+		 (unsigned long long)atomic_load(&s->trim_seq),
+		 (unsigned long long)atomic_load(&s->trim_byte));
+	return reply_json(c, MHD_HTTP_OK, doc);
+}
+
+/* Locate: ?seq=N or ?offset=O (exactly one) names a position; the
+ * answer is the record holding it, {"seq":S,"byte":B} (at the acked end,
+ * the acked end).  Past this star's view of the stream, another star's
+ * NOT_OWNER (its tail is the holder's to tell), else 416 past_end; below
+ * the trim point (one this star learnt as it looked) 416 trimmed. */
+static enum MHD_Result do_locate(struct MHD_Connection *c, struct api_server *srv,
+				 struct req *q, struct nv_stream *s)
+{
+	const char *vs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seq");
+	const char *vo = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
+	struct lease_holder h;
+	char doc[API_LINE_MAX];
+	uint64_t pos, seq, byte;
+	int rc;
+
+	if (!vs == !vo || api_parse_u64(vs ? vs : vo, 0, &pos))
+		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+			      "give one of seq= and offset=, a decimal number");
+	rc = star_locate_record(srv->st, s, vs != NULL, pos, &seq, &byte);
+	if (rc == -EINVAL) {
+		rc = star_lead(srv->st, s, &h);
+		if (rc == -STAR_ENOTOWNER)
+			return reply_not_owner(c, &h);
+		if (rc)
+			return reply_errno(c, srv, s, rc);
+		return refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "past_end",
+			      "the position is past the acked end");
+	}
+	if (rc == -ERANGE) /* below a trim point this star learnt at the read */
+		return refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "trimmed",
+			      "the position is below the stream's trim point");
+	if (rc)
+		return reply_errno(c, srv, s, rc);
+	snprintf(doc, sizeof(doc), "{\"seq\":%llu,\"byte\":%llu}", (unsigned long long)seq,
+		 (unsigned long long)byte);
 	return reply_json(c, MHD_HTTP_OK, doc);
 }
 
@@ -362,10 +444,19 @@ static enum MHD_Result do_subscribe(struct MHD_Connection *c, struct api_server 
 		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
 			      "offset must be a decimal number");
 	}
-	rc = star_lead(srv->st, s, &h);
-	if (rc || off > stream_acked_byte(s)) {
+	/* Never star_lead(): a subscriber (a Gateway, another mount's follow
+	 * view) must not make this star the leader.  Vacant: served from the
+	 * refs (api/subscribe.h invariant 5), at any offset, since a cursor
+	 * learned from a dead leader's acks is reached once settlement
+	 * commits them. */
+	rc = star_lead_check(srv->st, s, &h);
+	if (rc == -ENOENT)
+		rc = 0;
+	else if (rc == 0 && off > stream_acked_byte(s))
+		rc = -ERANGE;
+	if (rc) {
 		ret = rc == -STAR_ENOTOWNER ? reply_not_owner(c, &h)
-		      : rc ? reply_errno(c, srv, s, rc)
+		      : rc != -ERANGE ? reply_errno(c, srv, s, rc)
 			   : refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "past_end",
 				    "offset is past the acked end");
 		stream_put(s);
@@ -380,18 +471,54 @@ static enum MHD_Result do_subscribe(struct MHD_Connection *c, struct api_server 
 	return ret;
 }
 
-/* Nudge: validated (a JSON object naming a star by key), then refused
- * as not built yet: the peers' settle nudge has no engine call in this
- * stage (novafs(8)). */
-static enum MHD_Result do_not_built(struct MHD_Connection *c, struct req *q, const char *key,
-				    const char *what)
+/* ReadPlan (api/plan.h): any star, no lease, no redirect; the read
+ * action's authorization (the cluster credential, checked first). */
+static enum MHD_Result do_plan(struct MHD_Connection *c, struct api_server *srv,
+			       struct req *q, struct nv_stream *s)
+{
+	struct api_plan_query pq;
+	struct read_plan *p;
+	enum MHD_Result ret;
+	const char *why;
+	char *doc;
+	int rc;
+
+	if (api_plan_query_parse(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seq"),
+				 MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset"),
+				 MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max"), &pq,
+				 &why))
+		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request", why);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return reply_errno(c, srv, s, -ENOMEM);
+	rc = star_plan(srv->st, s, pq.by, pq.pos, pq.max, p);
+	doc = rc ? NULL : api_plan_format(p);
+	if (rc)
+		ret = reply_errno(c, srv, NULL, rc);
+	else if (!doc)
+		ret = reply_errno(c, srv, NULL, -ENOMEM);
+	else
+		ret = reply(c, MHD_HTTP_OK, "application/json", doc, strlen(doc));
+	free(doc);
+	plan_clear(p);
+	free(p);
+	return ret;
+}
+
+/* Nudge: {"star":"STAR"} (the sender, logged): this star re-checks its
+ * registry row, its leases and the settle markers now instead of at its
+ * next pass (handoff_nudge()).  200 {"nudged":true}. */
+static enum MHD_Result do_nudge(struct MHD_Connection *c, struct api_server *srv, struct req *q)
 {
 	char star[META_STAR_MAX + 1];
 
-	if (api_parse_star_doc(q->body, q->len, key, star, sizeof(star)))
+	if (api_parse_star_doc(q->body, q->len, "star", star, sizeof(star)))
 		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
 			      "the body must be one JSON object naming a star id");
-	return reply_error(c, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented", what);
+	nv_log(NV_INFO, NV_SUB_API, "star API: nudged by star %s: re-checking leases and "
+	       "settle markers now", star);
+	handoff_nudge(srv->st);
+	return reply_json(c, MHD_HTTP_OK, "{\"nudged\":true}");
 }
 
 /* Handoff: {"to":"STAR"} moves s's writer lease there after the release
@@ -431,6 +558,67 @@ static enum MHD_Result do_handoff(struct MHD_Connection *c, struct api_server *s
 	}
 }
 
+/* Delete (another star's unlink(2), sent here because this star leads
+ * the stream: the tombstone is ordered after every append acked here,
+ * and every later one fails with ENOENT): a stream this star leads, or a
+ * vacant one, is deleted; 421 with the holder when another star leads
+ * it.  200 {"deleted":true}. */
+static enum MHD_Result do_delete(struct MHD_Connection *c, struct api_server *srv,
+				 struct nv_stream *s)
+{
+	struct lease_holder h;
+	int rc = star_lead_check(srv->st, s, &h);
+
+	if (rc == -STAR_ENOTOWNER)
+		return reply_not_owner(c, &h);
+	if (rc == 0 || rc == -ENOENT)
+		rc = star_stream_delete(srv->st, s);
+	if (rc)
+		return reply_errno(c, srv, s, rc);
+	return reply_json(c, MHD_HTTP_OK, "{\"deleted\":true}");
+}
+
+/* Trim (another mount's setfattr user.nova.trim or head hole punch, sent
+ * here because this star leads the stream: its memory, tail and page
+ * cache learn the trim as from one on its own mount): ?seq=N
+ * (star_stream_trim_seq()) or ?offset=B (star_stream_trim_bytes()),
+ * exactly one (400 otherwise); a stream this star leads, or a vacant
+ * one (its view first raised to the row's), is trimmed here; 421 with
+ * the holder when another star leads it; 400 for a seq below the trim
+ * point or past the acked end.  200 {"trim":{"seq":T,"byte":U}}, the
+ * trim point now. */
+static enum MHD_Result do_trim(struct MHD_Connection *c, struct api_server *srv,
+			       struct req *q, struct nv_stream *s)
+{
+	const char *vs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seq");
+	const char *vo = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
+	struct lease_holder h;
+	char doc[API_LINE_MAX];
+	uint64_t pos;
+	int rc;
+
+	if (!vs == !vo || api_parse_u64(vs ? vs : vo, 0, &pos))
+		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+			      "give one of seq= and offset=, a decimal number");
+	rc = star_lead_check(srv->st, s, &h);
+	if (rc == -STAR_ENOTOWNER)
+		return reply_not_owner(c, &h);
+	if (rc == -ENOENT) /* vacant: trim the committed state, not a stale view */
+		rc = star_view_refresh(srv->st, s, STAR_VIEW_READ) < 0 ? -EAGAIN : 0;
+	if (rc == 0)
+		rc = vs ? star_stream_trim_seq(srv->st, s, pos, NULL)
+			: star_stream_trim_bytes(srv->st, s, pos, NULL);
+	if (rc == -EINVAL)
+		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+			      "never backwards: the seq is below the trim point, or past the end");
+	if (rc)
+		return reply_errno(c, srv, s, rc);
+	snprintf(doc, sizeof(doc), "{\"trim\":{\"seq\":%llu,\"byte\":%llu}}",
+		 (unsigned long long)atomic_load(&s->trim_seq),
+		 (unsigned long long)atomic_load(&s->trim_byte));
+	return reply_json(c, MHD_HTTP_OK, doc);
+}
+
 static enum MHD_Result dispatch(struct MHD_Connection *c, struct api_server *srv, struct req *q)
 {
 	enum MHD_Result ret = MHD_NO;
@@ -440,7 +628,7 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct api_server *srv
 	case API_EP_METRICS:
 		return api_metrics_reply(c, srv->st);
 	case API_EP_NUDGE:
-		return do_not_built(c, q, "star", "nudge: the peers' settle nudge is not built yet");
+		return do_nudge(c, srv, q);
 	case API_EP_HANDOFF:
 		s = stream_of(c, srv, q, &ret);
 		return s ? do_handoff(c, srv, q, s) : ret; /* takes s */
@@ -457,6 +645,14 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct api_server *srv
 		ret = do_append(c, srv, q, s);
 	else if (q->r.ep == API_EP_READ)
 		ret = do_read(c, srv, q, s);
+	else if (q->r.ep == API_EP_PLAN)
+		ret = do_plan(c, srv, q, s);
+	else if (q->r.ep == API_EP_LOCATE)
+		ret = do_locate(c, srv, q, s);
+	else if (q->r.ep == API_EP_DELETE)
+		ret = do_delete(c, srv, s);
+	else if (q->r.ep == API_EP_TRIM)
+		ret = do_trim(c, srv, q, s);
 	else
 		ret = do_end(c, srv, s);
 	stream_put(s);
@@ -495,6 +691,14 @@ static int first_call(struct MHD_Connection *c, struct api_server *srv, const ch
 	if (api_route_parse(method, url, &q->r)) {
 		*ret = refuse(c, q, (unsigned)q->r.status, q->r.status == 405 ? "bad_method"
 				   : q->r.status == 404 ? "not_found" : "bad_request", q->r.why);
+		return -EINVAL;
+	}
+	if (q->r.stream[0] &&
+	    api_parse_stream_id(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							    API_STREAM_ID_HEADER),
+				&q->stream_id)) {
+		*ret = refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+			      API_STREAM_ID_HEADER " must be a stream id, a positive decimal number");
 		return -EINVAL;
 	}
 	if (cl && (api_parse_u64(cl, 0, &declared) || declared > srv->max_body)) {
@@ -607,6 +811,11 @@ int api_server_start(const struct api_server_cfg *cfg, struct api_server **out)
 
 	if (!srv)
 		return -ENOMEM;
+	rc = star_plan_check(cfg->star); /* plan_vending= this store can serve */
+	if (rc) {
+		free(srv);
+		return rc;
+	}
 	srv->st = cfg->star;
 	srv->secret = cfg->secret;
 	srv->max_body = cfg->max_body;

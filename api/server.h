@@ -19,12 +19,20 @@
  *     API_READ_MAX bytes.
  *  3. An append, a hot read or a subscription of a stream this star does
  *     not lead is answered 421 with the NOT_OWNER document
- *     (api_fmt_not_owner()); nothing is forwarded.
+ *     (api_fmt_not_owner()); nothing is forwarded.  Only an append takes
+ *     a vacant stream; a read or the end of one answers its committed
+ *     state (star_view_refresh(), engine/starview.c).
  *  4. An append is answered only after its record is durable (the
  *     engine's ack), with its seq and the acked end.
  *  5. api_server_stop() ends every subscription (a last
  *     "shutting_down" frame) and joins every connection's thread before
  *     it returns, so star_close() can follow.
+ *  6. A per-stream request that names a stream id (API_STREAM_ID_HEADER,
+ *     api/wire.h) is served only by the stream of that id: when the
+ *     stream under its bucket/name has another id, or there is none, it
+ *     is answered 404 stream_moved (logged with both ids) before anything
+ *     else, so no lease is taken and nothing is appended, served or
+ *     deleted; a malformed id is 400.  Without the header, by name.
  */
 #ifndef NOVAFS_API_SERVER_H
 #define NOVAFS_API_SERVER_H
@@ -46,7 +54,7 @@ struct api_server_cfg {
 	const struct api_secret *secret;  /* borrowed until api_server_stop() */
 	struct star *star;                /* borrowed until api_server_stop() */
 	size_t max_body;                  /* the record limit (max_write_kib) */
-	unsigned max_conns;               /* 0: 64 */
+	unsigned max_conns;               /* 0: 64 (novafs: -o api_max_conns) */
 	unsigned timeout_s;               /* idle connection timeout; 0: 60 */
 	uint64_t heartbeat_ns;            /* subscription heartbeat; 0: 5 s */
 };

@@ -44,6 +44,7 @@ struct sub {
 	struct reader *rd;        /* may be NULL (ENOMEM: reads work without) */
 	uint64_t off;             /* the next byte to push */
 	bool ended;               /* the last frame went out */
+	uint64_t poll_ns;         /* a vacant stream's next poll (0: not polling) */
 	struct wake_waiter ww;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -59,6 +60,19 @@ struct api_subs {
 	atomic_bool stopping;     /* see Locking */
 	struct sub *head;         /* lock */
 };
+
+/* How often a parked subscription looks whether its star still leads
+ * the stream (subscribe.h invariant 2): nothing fires the stream's wake
+ * when the lease leaves (a handoff, a release, a lost registry lease),
+ * and a subscription parked until its heartbeat kept its follower on a
+ * star that no longer leads for up to heartbeat_ns.  While the lease is
+ * cached the look costs no metastore call (engine/lease.h invariant 5). */
+#define SUB_LEAD_RECHECK_NS (100 * NV_NS_PER_MS)
+
+/* A vacant stream's poll of its refs (subscribe.h invariant 5, the
+ * read-path seed): from 5 ms, doubling on each empty page, to 250 ms. */
+#define SUB_POLL_MIN_NS (5 * NV_NS_PER_MS)
+#define SUB_POLL_MAX_NS (250 * NV_NS_PER_MS)
 
 /* How long api_subs_stop() lets the last frames reach their clients
  * before the server library closes the sockets. */
@@ -163,24 +177,30 @@ static ssize_t end_error(struct sub *u, const char *code, const char *detail, ch
 	return end_frame(u, line, buf, max);
 }
 
-/* Park until the wake of gen fires, the heartbeat is due or the server
- * stops.  true: woken (read again); false: heartbeat due. */
-static bool park(struct sub *u, uint64_t gen)
+/* Park until the wake of gen fires, the server stops, the next lease
+ * look is due (after max_ns: SUB_LEAD_RECHECK_NS, or a vacant stream's
+ * poll) or the heartbeat (at beat_ns on CLOCK_MONOTONIC) is.  true:
+ * woken or a look is due (look and read again); false: the heartbeat is
+ * due. */
+static bool park(struct sub *u, uint64_t gen, uint64_t beat_ns, uint64_t max_ns)
 {
+	uint64_t now = nv_now_mono_ns();
 	struct timespec until;
 	bool woken;
 
+	if (now >= beat_ns)
+		return false;
 	u->woken = false;
 	u->ww.fn = on_wake;
 	if (wake_park(&u->s->wake, gen, &u->ww))
 		return true; /* the edge passed since the capture: read again */
-	until = nv_mono_deadline(u->subs->heartbeat_ns);
+	until = nv_mono_deadline(beat_ns - now < max_ns ? beat_ns - now : max_ns);
 	pthread_mutex_lock(&u->lock);
 	while (!u->woken && !subs_stopping(u->subs)) {
 		if (pthread_cond_timedwait(&u->cond, &u->lock, &until) == ETIMEDOUT)
 			break;
 	}
-	woken = u->woken || subs_stopping(u->subs);
+	woken = u->woken || subs_stopping(u->subs) || nv_now_mono_ns() < beat_ns;
 	pthread_mutex_unlock(&u->lock);
 	(void)wake_unpark(&u->s->wake, &u->ww); /* false: it fired meanwhile */
 	return woken;
@@ -216,6 +236,7 @@ static ssize_t sub_next(void *cls, uint64_t pos, char *buf, size_t max)
 	struct sub *u = cls;
 	struct lease_holder h;
 	char line[API_LINE_MAX];
+	uint64_t beat_ns = nv_now_mono_ns() + u->subs->heartbeat_ns;
 
 	(void)pos;
 	if (u->ended)
@@ -225,30 +246,48 @@ static ssize_t sub_next(void *cls, uint64_t pos, char *buf, size_t max)
 	for (;;) {
 		uint64_t gen;
 		ssize_t n;
+		bool vacant;
 		int rc;
 
 		if (subs_stopping(u->subs))
 			return end_error(u, "shutting_down", "the star is stopping", buf, max);
-		rc = star_lead(u->subs->st, u->s, &h);
+		/* Never star_lead(): a subscription must not take a stream
+		 * (subscribe.h invariant 2). */
+		rc = star_lead_check(u->subs->st, u->s, &h);
 		if (rc == -STAR_ENOTOWNER && !api_fmt_not_owner(&h, line, sizeof(line)))
 			return end_frame(u, line, buf, max);
-		if (rc)
+		if (rc && rc != -ENOENT)
 			return end_error(u, "unavailable", strerror(-rc), buf, max);
+		vacant = rc == -ENOENT;
+		if (!vacant)
+			u->poll_ns = 0;
+		else if (!u->poll_ns)
+			u->poll_ns = SUB_POLL_MIN_NS;
 		gen = wake_capture(&u->s->wake);
+		/* Vacant: committed state is everything, from the refs
+		 * (invariant 5); a failed look is the next poll's to retry. */
+		if (vacant)
+			(void)star_view_refresh(u->subs->st, u->s, STAR_VIEW_READ);
 		n = data_frame(u, buf, max);
-		if (n > 0)
+		if (n > 0) {
+			if (vacant)
+				u->poll_ns = SUB_POLL_MIN_NS;
 			return n;
+		}
 		if (n < 0)
 			return end_error(u, n == -ENOENT ? "not_found" : "read_failed",
 					 strerror((int)-n), buf, max);
 		if (stream_deleted(u->s)) /* its wake closed at the deletion */
 			return end_error(u, "not_found", "the stream was deleted", buf, max);
-		if (!park(u, gen)) {
+		if (!park(u, gen, beat_ns, vacant ? u->poll_ns : SUB_LEAD_RECHECK_NS)) {
 			int k = snprintf(buf, max, "{\"heartbeat\":true,\"end\":%llu}\n",
 					 (unsigned long long)stream_acked_byte(u->s));
 
 			return k;
 		}
+		if (vacant)
+			u->poll_ns = u->poll_ns * 2 > SUB_POLL_MAX_NS ? SUB_POLL_MAX_NS
+				     : u->poll_ns * 2;
 	}
 }
 
@@ -264,6 +303,7 @@ static void sub_free(void *cls)
 		subs->head = u->next;
 	if (u->next)
 		u->next->prev = u->prev;
+	NV_STAT_ADD(star_stats(subs->st), subscriptions, (uint64_t)-1);
 	pthread_cond_broadcast(&subs->gone);
 	pthread_mutex_unlock(&subs->lock);
 	reader_free(u->rd);
@@ -298,6 +338,8 @@ struct MHD_Response *api_subscribe_response(struct api_subs *subs, struct nv_str
 	if (subs->head)
 		subs->head->prev = u;
 	subs->head = u;
+	NV_STAT_ADD(star_stats(subs->st), subscriptions, 1);
+	NV_STAT_ADD(star_stats(subs->st), subscribes, 1);
 	pthread_mutex_unlock(&subs->lock);
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SUB_BLOCK, sub_next, u,
 						 sub_free);

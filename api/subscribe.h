@@ -9,7 +9,11 @@
  * Lifecycle of one subscription (struct sub in subscribe.c):
  *
  *   READING --empty page--> PARKED --wake / heartbeat due--> READING
- *   READING --star_lead() says another star leads--> ENDED (not_owner)
+ *   PARKED  --the lease look is due (100 ms)--> READING
+ *   READING --star_lead_check() says another star leads--> ENDED (not_owner)
+ *   READING --star_lead_check() says nobody leads--> POLLING
+ *   POLLING --the refs' end moved (star_view_refresh())--> READING
+ *   POLLING --empty page: 5 ms, doubling to 250 ms--> READING
  *   READING --the stream was deleted, read to its end--> ENDED (not_found)
  *   any     --api_subs_stop()--> ENDED (shutting_down)
  *   ENDED   --the library frees the response--> freed (sub_free())
@@ -17,12 +21,25 @@
  * Invariants:
  *  1. The wake is captured before every read and parked on after an
  *     empty one, so no ack is missed; a spurious wake costs one read.
- *  2. Leadership is checked (star_lead()) before every read: a stream
- *     this star no longer leads ends the subscription with NOT_OWNER.
+ *  2. Leadership is checked (star_lead_check(), which never takes a
+ *     vacant stream) before every read, and so at least every 100 ms
+ *     while parked: within that bound of the lease leaving this star (a
+ *     handoff, a release, a lost registry lease) the subscription ends
+ *     with NOT_OWNER naming the new holder, or polls (invariant 5) when
+ *     the stream was left vacant.  A subscription never takes a lease.
  *  3. A parked subscription sends a heartbeat frame at least every
  *     heartbeat_ns, so a dead client is noticed within that bound.
  *  4. After api_subs_stop() returns, every subscription ends at its next
  *     callback, and none parks again.
+ *  5. A vacant stream (no writer lease) is served from its refs (the
+ *     read-path seed: with no writer nothing is in flight, so committed
+ *     state is everything): before each read the star raises its view to
+ *     the refs' end (star_view_refresh()), so a dead leader's acked
+ *     records reach the subscriber once settlement commits them; after
+ *     an empty page it polls, from 5 ms doubling to 250 ms (reset by
+ *     data), re-checking the lease each time: a lease taken elsewhere
+ *     ends it with NOT_OWNER, one taken here turns it into the leader's
+ *     parked subscription.
  */
 #ifndef NOVAFS_API_SUBSCRIBE_H
 #define NOVAFS_API_SUBSCRIBE_H

@@ -28,8 +28,12 @@ static const struct {
 	{ "records", "POST", API_EP_APPEND },
 	{ "bytes", "GET", API_EP_READ },
 	{ "end", "GET", API_EP_END },
+	{ "locate", "GET", API_EP_LOCATE },
 	{ "subscribe", "GET", API_EP_SUBSCRIBE },
 	{ "handoff", "POST", API_EP_HANDOFF },
+	{ "delete", "POST", API_EP_DELETE },
+	{ "trim", "POST", API_EP_TRIM },
+	{ "plan", "GET", API_EP_PLAN },
 };
 
 static int route_fail(struct api_route *r, int status, const char *why)
@@ -41,8 +45,7 @@ static int route_fail(struct api_route *r, int status, const char *why)
 	return -EINVAL;
 }
 
-/* Copy the path segment [p, e) into dst (cap bytes with the NUL). */
-static int take_segment(const char *p, const char *e, char *dst, size_t cap)
+int api_path_segment(const char *p, const char *e, char *dst, size_t cap)
 {
 	size_t n = (size_t)(e - p);
 
@@ -88,9 +91,10 @@ int api_route_parse(const char *method, const char *path, struct api_route *r)
 	t = s ? strchr(s + 1, '/') : NULL;
 	if (!s || !t || strchr(t + 1, '/'))
 		return route_fail(r, 404, "want /v1/streams/BUCKET/STREAM/OPERATION");
-	if (take_segment(b, s, r->bucket, sizeof(r->bucket)) || nv_bucket_name_check(r->bucket))
+	if (api_path_segment(b, s, r->bucket, sizeof(r->bucket)) ||
+	    nv_bucket_name_check(r->bucket))
 		return route_fail(r, 400, "bad bucket name");
-	if (take_segment(s + 1, t, r->stream, sizeof(r->stream)) ||
+	if (api_path_segment(s + 1, t, r->stream, sizeof(r->stream)) ||
 	    nv_stream_name_check(r->stream))
 		return route_fail(r, 400, "bad stream name");
 	for (size_t i = 0; i < sizeof(stream_eps) / sizeof(stream_eps[0]); i++) {
@@ -124,6 +128,15 @@ int api_parse_u64(const char *text, uint64_t def, uint64_t *v)
 	if (n == 0)
 		return -EINVAL;
 	*v = x;
+	return 0;
+}
+
+int api_parse_stream_id(const char *text, uint64_t *id)
+{
+	if (api_parse_u64(text, 0, id) || (text && *id == 0)) {
+		*id = 0;
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -253,6 +266,18 @@ int api_parse_reply_u64(const char *doc, size_t len, const char *key, const char
 	int rc = json_is_object(in) ? take_u64(in, sub ? sub : key, v) : -EINVAL;
 
 	json_decref(o);
+	return rc;
+}
+
+int api_parse_reply_str(const char *doc, size_t len, const char *key, char *out, size_t cap)
+{
+	json_t *o = doc && len <= API_LINE_MAX ? json_loadb(doc, len, JSON_REJECT_DUPLICATES, NULL)
+					       : NULL;
+	int rc = json_is_object(o) ? take_str(o, key, out, cap) : -EINVAL;
+
+	json_decref(o);
+	if (rc && cap)
+		out[0] = '\0';
 	return rc;
 }
 

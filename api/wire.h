@@ -12,12 +12,24 @@
  *   POST /v1/streams/BUCKET/STREAM/records             append one record
  *   GET  /v1/streams/BUCKET/STREAM/bytes?offset=&length=  read bytes
  *   GET  /v1/streams/BUCKET/STREAM/end                 the acked end
+ *   GET  /v1/streams/BUCKET/STREAM/locate?seq=|offset= the record holding a
+ *                                                      seq or byte: {"seq","byte"}
  *   GET  /v1/streams/BUCKET/STREAM/subscribe?offset=   chunked frames
  *   POST /v1/streams/BUCKET/STREAM/handoff             {"to":"STAR"}
+ *   POST /v1/streams/BUCKET/STREAM/delete              unlink(2) at the holder
+ *   POST /v1/streams/BUCKET/STREAM/trim?seq=|offset=   a trim at the holder
+ *   GET  /v1/streams/BUCKET/STREAM/plan?seq=|offset=&max=  ReadPlan (api/plan.h)
  *   POST /v1/nudge                                     {"star":"STAR"}
  *   GET  /metrics                                      Prometheus text
  * BUCKET and STREAM arrive percent-decoded (the server library decodes
  * the path) and must pass the names.h rules.
+ *
+ * Every per-stream request (all but nudge and metrics) may carry the
+ * header API_STREAM_ID_HEADER, the stream's id as the sender loaded it:
+ * the star then serves it only when the stream it has under BUCKET/STREAM
+ * has that id, and answers 404 {"error":"stream_moved"} otherwise (the
+ * stream was renamed, replaced or deleted since; nothing is done).
+ * Without the header a stream is named by BUCKET/STREAM alone.
  *
  * Subscription frames: one JSON object on one line each; a data frame
  * {"offset":O,"length":L} is followed by exactly L raw bytes.  The
@@ -56,10 +68,14 @@ enum api_endpoint {
 	API_EP_APPEND,    /* POST .../records */
 	API_EP_READ,      /* GET .../bytes */
 	API_EP_END,       /* GET .../end */
+	API_EP_LOCATE,    /* GET .../locate */
 	API_EP_SUBSCRIBE, /* GET .../subscribe */
 	API_EP_HANDOFF,   /* POST .../handoff */
 	API_EP_NUDGE,     /* POST /v1/nudge */
 	API_EP_METRICS,   /* GET /metrics */
+	API_EP_PLAN,      /* GET .../plan (api/plan.h) */
+	API_EP_DELETE,    /* POST .../delete */
+	API_EP_TRIM,      /* POST .../trim */
 };
 
 /* A routed request. */
@@ -79,10 +95,26 @@ struct api_route {
 int api_route_parse(const char *method, const char *path, struct api_route *r)
 	__attribute__((warn_unused_result));
 
+/* The path segment [p, e) (borrowed) into dst (cap bytes with the NUL):
+ * 0, or -EINVAL when it is empty, does not fit or holds a NUL.  Shared
+ * with the Gateway's parser (gw/req.c). */
+int api_path_segment(const char *p, const char *e, char *dst, size_t cap)
+	__attribute__((warn_unused_result));
+
 /* A query value as a u64: digits only, at most 20, no overflow.  NULL
  * text: *v = def, 0.  0 or -EINVAL. */
 int api_parse_u64(const char *text, uint64_t def, uint64_t *v)
 	__attribute__((warn_unused_result));
+
+/* The request header naming a stream by id too (see Paths above), and
+ * the error code of its mismatch. */
+#define API_STREAM_ID_HEADER "X-Nova-Stream-Id"
+#define API_STREAM_MOVED "stream_moved"
+
+/* The value of API_STREAM_ID_HEADER (borrowed; NULL: absent): *id, 0
+ * when absent.  A stream id is a positive decimal number (api_parse_u64()
+ * rules; 0 names no stream).  0 or -EINVAL. */
+int api_parse_stream_id(const char *text, uint64_t *id) __attribute__((warn_unused_result));
 
 /* "ADDR:PORT" of listen= into host (a numeric IPv4 or a bracketed IPv6
  * address, or a name) and port 1..65535.  0 or -EINVAL. */
@@ -117,6 +149,12 @@ int api_parse_star_doc(const char *doc, size_t len, const char *key, char *star,
  * member key, or key.sub when sub is not NULL.  0 or -EINVAL. */
 int api_parse_reply_u64(const char *doc, size_t len, const char *key, const char *sub,
 			uint64_t *v) __attribute__((warn_unused_result));
+
+/* A reply document (borrowed, len bytes): the string member key into
+ * out (cap bytes, NUL-terminated).  0 or -EINVAL (not an object, no such
+ * string member, too long). */
+int api_parse_reply_str(const char *doc, size_t len, const char *key, char *out, size_t cap)
+	__attribute__((warn_unused_result));
 
 /* One subscription frame's header line. */
 enum api_frame_kind { API_FRAME_DATA, API_FRAME_HEARTBEAT, API_FRAME_ERROR };

@@ -138,6 +138,11 @@ bench_cleanup() {
 		elif [ "$BENCH_KEEP" = 1 ]; then
 			say "kept $B_TMP"
 		else
+			# A failed run keeps its logs (not its data: GiBs).
+			if ((rc != 0)) && compgen -G "$B_TMP/*.log" > /dev/null; then
+				p=$(mktemp -d "$BENCH_TMPDIR/novafs-bench-$B_NAME-failed.XXXXXX")
+				cp "$B_TMP"/*.log "$p/" && say "the failed run's logs: $p"
+			fi
 			rm -rf "$B_TMP"
 		fi
 	fi

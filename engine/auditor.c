@@ -7,9 +7,11 @@
  */
 #include "config.h"
 #include "engine/auditor.h"
+#include "engine/duty.h"
 #include "meta/chains.h"
 #include "meta/stars.h"
 #include "src/base/clock.h"
+#include "src/base/failpoint.h"
 #include "src/base/log.h"
 #include "src/base/u64map.h"
 
@@ -44,6 +46,11 @@ struct auditor {
 	struct u64map *failing;
 	struct settle_backoff reclaim_b; /* the thread's: trim_reclaim() failures */
 	struct settle_backoff pass_b;    /* the thread's: chain listings that failed */
+	struct duty *duty;               /* the settle duty lease (duty.h) */
+	/* The thread's: mono; no slot deletion or reclamation before it
+	 * (a duty taken from another star waits one read grace on our own
+	 * clock: duty_taken_from_other()).  0: none. */
+	uint64_t delete_after_ns;
 };
 
 struct chain_backoff {
@@ -104,6 +111,11 @@ void auditor_report_halt(struct auditor *a, unsigned cls, uint64_t epoch)
 	pthread_mutex_unlock(&a->lock);
 }
 
+bool auditor_duty_held(struct auditor *a)
+{
+	return duty_held(a->duty);
+}
+
 void auditor_nudge(struct auditor *a)
 {
 	pthread_mutex_lock(&a->lock);
@@ -142,6 +154,10 @@ static bool settle_due(struct auditor *a, const struct meta_chain *c)
 		pthread_mutex_unlock(&a->lock);
 		return !live_head;
 	}
+	/* Another star's chains are the duty's (duty.h); a take that
+	 * needs one settles it on demand (engine/runner.h). */
+	if (!duty_held(a->duty))
+		return false;
 	if (meta_mint_head(a->cfg.recover.kv, c->cls, c->star, &head) == 0 && c->epoch < head)
 		return true; /* below the mint head: terminally halted */
 	switch (meta_star_get(a->cfg.recover.kv, c->star, &reg, NULL)) {
@@ -241,6 +257,7 @@ static int handle_halts(struct auditor *a)
 
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
 		uint64_t epoch, e, now = nv_now_mono_ns();
+		bool stop;
 
 		pthread_mutex_lock(&a->lock);
 		epoch = a->halted[cls];
@@ -257,6 +274,14 @@ static int handle_halts(struct auditor *a)
 		 * first slot) waits like a failed restart. */
 		if (a->halt_restart_ns[cls] && now - a->halt_restart_ns[cls] >= HALT_HEALTHY_NS)
 			a->halt_backoff_ns[cls] = 0;
+		/* A close under way restarts nothing (star_close(): no restart
+		 * races it); the halted epoch is left to the settle. */
+		(void)NV_FP("auditor.before_restart");
+		pthread_mutex_lock(&a->lock);
+		stop = a->stop;
+		pthread_mutex_unlock(&a->lock);
+		if (stop)
+			break;
 		e = a->cfg.halted(a->cfg.arg, cls, epoch);
 		{
 			uint64_t b = a->halt_backoff_ns[cls] ? a->halt_backoff_ns[cls] * 2
@@ -313,9 +338,80 @@ static bool stopping(struct auditor *a)
 
 /* settle_cfg.cancelled and trim_cfg.cancelled: an era or a slot
  * deletion in progress gives up when we stop. */
+/* settle_cfg.cancelled: also the moment this star's registry lease is
+ * gone by its own deadline (a duty holder or a head's settler past its
+ * lease kept committing until its auditor noticed: the soak). */
 static bool settle_cancelled(void *arg)
 {
-	return stopping(arg);
+	struct auditor *a = arg;
+
+	return stopping(a) || (a->cfg.may_commit && a->cfg.may_commit(a->cfg.arg) != 0);
+}
+
+/* trim_cfg.cancelled: slot deletion also stops the moment the duty is
+ * no longer held by our own deadline (duty.h invariant 1). */
+static bool trim_cancelled(void *arg)
+{
+	struct auditor *a = arg;
+
+	return stopping(a) || !duty_held(a->duty);
+}
+
+/* Is c our live, not halted, head? */
+static bool own_head(struct auditor *a, const struct meta_chain *c)
+{
+	bool h;
+
+	pthread_mutex_lock(&a->lock);
+	h = !strcmp(c->star, a->star) && c->cls < NV_CLASS_COUNT && a->live[c->cls] == c->epoch &&
+	    a->halted[c->cls] != c->epoch;
+	pthread_mutex_unlock(&a->lock);
+	return h;
+}
+
+/* Does this star run the group settle of c?  Its own live heads (their
+ * commits compare its writer leases); every settled chain, any star's,
+ * only with the duty. */
+static bool group_settles(struct auditor *a, const struct meta_chain *c, bool duty)
+{
+	return own_head(a, c) || (duty && c->state == CHAIN_SETTLED);
+}
+
+/* Does this star trim-check c?  Only the duty, for every star's chains
+ * (settled ones and live heads; a fenced chain waits for its settle, a
+ * halted head of ours for its restart). */
+static bool trims(struct auditor *a, const struct meta_chain *c, bool duty)
+{
+	bool halted;
+
+	if (!duty || c->state == CHAIN_FENCED)
+		return false;
+	pthread_mutex_lock(&a->lock);
+	halted = !strcmp(c->star, a->star) && c->cls < NV_CLASS_COUNT &&
+		 a->halted[c->cls] == c->epoch;
+	pthread_mutex_unlock(&a->lock);
+	return !halted;
+}
+
+/* We just took the settle duty.  Graces another holder started were
+ * read on its wall clock: no decision compares two hosts' clocks, so
+ * nothing is deleted before one read grace has passed here, by which
+ * time every grace it started has run its full length in real time. */
+static void took_duty(struct auditor *a)
+{
+	a->delete_after_ns = 0;
+	if (!duty_taken_from_other(a->duty) || !a->cfg.trim.read_grace_ns)
+		return;
+	a->delete_after_ns = nv_now_mono_ns() + a->cfg.trim.read_grace_ns;
+	nv_log(NV_INFO, NV_SUB_TRIM, "star %s: took the settle duty from another star: slot "
+	       "deletion starts after one read grace (%llu s) on this star's clock", a->star,
+	       (unsigned long long)(a->cfg.trim.read_grace_ns / NV_NS_PER_S));
+}
+
+/* May the duty delete slots and reclaim now? */
+static bool may_delete(struct auditor *a, bool duty)
+{
+	return duty && duty_held(a->duty) && nv_now_mono_ns() >= a->delete_after_ns;
 }
 
 static uint64_t chain_digest(const struct meta_chain *c)
@@ -471,7 +567,7 @@ static void reclaim(struct auditor *a)
 				   (unsigned long long)((a->reclaim_b.next_ns - now) / NV_NS_PER_S));
 }
 
-static void settle_pass(struct auditor *a)
+static void settle_pass(struct auditor *a, bool duty)
 {
 	struct pass p = { .a = a };
 	uint64_t now = nv_now_wall_ns(), t0 = nv_now_mono_ns();
@@ -492,15 +588,8 @@ static void settle_pass(struct auditor *a)
 		views[i].oldest_birth = UINT64_MAX;
 	if (!more || !views || !idle_since)
 		rc = rc ? rc : -ENOMEM;
-	for (size_t i = 0; !rc && i < p.n; i++) {
-		const struct meta_chain *c = &p.chains[i];
-
-		pthread_mutex_lock(&a->lock);
-		more[i] = c->state == CHAIN_SETTLED ||
-			  (!strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
-			   a->halted[c->cls] != c->epoch);
-		pthread_mutex_unlock(&a->lock);
-	}
+	for (size_t i = 0; !rc && i < p.n; i++)
+		more[i] = group_settles(a, &p.chains[i], duty);
 	/* Rounds ask again the chains that settled something, and, once an
 	 * audit period has passed since they had nothing, the others: a
 	 * round of another chain may ripen while a long pass runs, and an
@@ -528,14 +617,9 @@ static void settle_pass(struct auditor *a)
 	}
 	for (size_t i = 0; !rc && i < p.n && !stopping(a); i++) {
 		const struct meta_chain *c = &p.chains[i];
-		bool own_head;
 		int t;
 
-		pthread_mutex_lock(&a->lock);
-		own_head = !strcmp(c->star, a->star) && a->live[c->cls] == c->epoch &&
-			   a->halted[c->cls] != c->epoch;
-		pthread_mutex_unlock(&a->lock);
-		if (c->state != CHAIN_SETTLED && !own_head)
+		if (!trims(a, c, duty) || !may_delete(a, duty))
 			continue;
 		t = trim_chain(&a->cfg.trim, c->cls, c->star, c->epoch, now);
 		if (t < 0 && t != -ESHUTDOWN)
@@ -553,9 +637,9 @@ static void settle_pass(struct auditor *a)
 	if ((nv_now_mono_ns() - t0) / NV_NS_PER_MS > NV_STAT_GET(a->cfg.settle.stats, settle_pass_ms_max))
 		NV_STAT_SET(a->cfg.settle.stats, settle_pass_ms_max,
 			    (nv_now_mono_ns() - t0) / NV_NS_PER_MS);
-	if (!rc) {
+	if (!rc && may_delete(a, duty)) {
 		reclaim(a);
-	} else {
+	} else if (rc) {
 		nv_log_ratelimited(&list_rl, NV_WARN, NV_SUB_SETTLE,
 				   "settle pass: listing chains failed: %s; retrying in %llu s",
 				   strerror(-rc),
@@ -602,15 +686,14 @@ static void *auditor_main(void *arg)
 	struct auditor *a = arg;
 	uint64_t backoff = NV_NS_PER_S, last_janitor = 0, next_duty = 0;
 	uint64_t last_stuck = 0;
-	bool duty_failed = false;
+	bool duty_failed = false, held = false;
 
 	pthread_mutex_lock(&a->lock);
 	while (!a->stop) {
 		int failed = 0, hfail, pending, last_err = 0;
 		uint64_t wait = a->cfg.janitor_ns;
 		struct timespec ts;
-
-		bool duty;
+		bool duty, was = held;
 
 		/* A closed gate retries at once after a clean pass (another
 		 * star's head may settle any moment), after a failure only
@@ -619,6 +702,14 @@ static void *auditor_main(void *arg)
 		       nv_now_mono_ns() >= next_duty;
 		a->nudged = false;
 		pthread_mutex_unlock(&a->lock);
+		/* The settle duty lease, once a pass: a star that just took
+		 * it scans at once (a dead holder's work waits for nobody). */
+		held = duty_poll(a->duty) == 1;
+		NV_STAT_SET(a->cfg.settle.stats, settle_duty, held ? 1 : 0);
+		if (held && !was) {
+			duty = true;
+			took_duty(a);
+		}
 		hfail = handle_halts(a);
 		pending = 0;
 		if (duty) {
@@ -654,7 +745,7 @@ static void *auditor_main(void *arg)
 			}
 		}
 		if (auditor_gate_is_open(a))
-			settle_pass(a);
+			settle_pass(a, held);
 		wait = a->cfg.period_ns;
 		{
 			uint64_t now = nv_now_mono_ns();
@@ -684,7 +775,7 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	a->cfg = *cfg;
 	a->cfg.settle.cancelled = settle_cancelled;
 	a->cfg.settle.cancel_arg = a;
-	a->cfg.trim.cancelled = settle_cancelled;
+	a->cfg.trim.cancelled = trim_cancelled;
 	a->cfg.trim.cancel_arg = a;
 	snprintf(a->star, sizeof(a->star), "%s", cfg->star);
 	a->cfg.star = a->star;
@@ -694,9 +785,14 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	if (!a->cfg.period_ns)
 		a->cfg.period_ns = NV_NS_PER_S;
 	a->failing = u64map_new(0);
-	if (!a->failing) {
+	rc = a->failing ? duty_new(&(struct duty_cfg){ .kv = cfg->recover.kv, .star = a->star,
+						      .live_lease = cfg->live_lease,
+						      .arg = cfg->arg }, &a->duty)
+			: -ENOMEM;
+	if (rc) {
+		u64map_free(a->failing);
 		free(a);
-		return -ENOMEM;
+		return rc;
 	}
 	pthread_mutex_init(&a->lock, NULL);
 	nv_cond_init_mono(&a->wake);
@@ -704,6 +800,7 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 	rc = -pthread_create(&a->thread, NULL, auditor_main, a);
 	if (rc) {
 		pthread_mutex_destroy(&a->lock);
+		duty_free(a->duty);
 		u64map_free(a->failing);
 		free(a);
 		return rc;
@@ -722,6 +819,7 @@ void auditor_free(struct auditor *a)
 	pthread_cond_broadcast(&a->gate_cond);
 	pthread_mutex_unlock(&a->lock);
 	pthread_join(a->thread, NULL);
+	duty_free(a->duty);
 	pthread_cond_destroy(&a->wake);
 	pthread_cond_destroy(&a->gate_cond);
 	pthread_mutex_destroy(&a->lock);

@@ -13,11 +13,19 @@
  * streams' takes go on.  It is never held across the slow path itself;
  * the slow path takes class_lock[c] (shared), then the chain's admission
  * lock (star.h lock order rows 2-4).
+ *
+ * Size exception: lease.c: 925 lines since the merge of the demand runner's take
+ * path and the handoff's claimed take (two branches that each fit), and
+ * a deleted stream's take.  The registry half (lease_reg_*) and the
+ * writer-lease half share struct lease_reg's take lock, runner and
+ * cache; splitting them means an internal header for struct lease_reg,
+ * which is the next change here.
  */
 #include "config.h"
 #include "engine/lease.h"
 #include "engine/auditor.h"
 #include "engine/chain.h"
+#include "engine/runner.h"
 #include "engine/star.h"
 #include "engine/star_impl.h"
 #include "engine/tailcache.h"
@@ -53,6 +61,8 @@ struct lease_reg {
 	bool quiet;                    /* lock: no callbacks (closing) */
 	pthread_mutex_t take_lock;     /* streams' lease_taking */
 	pthread_cond_t take_cond;      /* take_lock: a slow path ended */
+	struct runner *runner;         /* the demand settle runner (runner.h);
+					* set by star_lease_start(), NULL before */
 };
 
 /* ------------------------------------------------------------ registry */
@@ -321,6 +331,7 @@ void lease_reg_close(struct lease_reg *r)
 	pthread_mutex_unlock(&r->lock);
 	if (r->started)
 		pthread_join(r->thread, NULL);
+	runner_free(r->runner); /* after every take (star_close()) */
 	id = atomic_load(&r->id);
 	if (id) {
 		int rc = kv_lease_revoke(r->cfg.kv, id);
@@ -348,6 +359,20 @@ int lease_reg_may_ack(struct lease_reg *r)
 uint64_t lease_reg_id(struct lease_reg *r)
 {
 	return r ? atomic_load(&r->id) : 0;
+}
+
+uint64_t lease_reg_live_id(struct lease_reg *r)
+{
+	uint64_t id = lease_reg_id(r);
+
+	return id && lease_reg_may_ack(r) == 0 && id == lease_reg_id(r) ? id : 0;
+}
+
+uint64_t star_lease_live_id(void *arg)
+{
+	struct star *st = arg;
+
+	return lease_reg_live_id(st->reg);
 }
 
 void lease_reg_quiet(struct lease_reg *r)
@@ -395,8 +420,10 @@ static void star_lost(void *arg, const uint64_t *epochs)
 	struct star *st = arg;
 
 	for (unsigned c = 0; c < NV_CLASS_COUNT; c++)
-		if (st->auditor && epochs[c])
+		if (st->auditor && epochs[c]) {
+			atomic_store(&st->lost_epochs[c], epochs[c]);
 			auditor_report_halt(st->auditor, c, epochs[c]);
+		}
 }
 
 int star_lease_attach(struct star *st)
@@ -415,9 +442,11 @@ int star_lease_attach(struct star *st)
 int star_lease_start(struct star *st)
 {
 	uint64_t epochs[NV_CLASS_COUNT];
+	int rc = runner_new(&(struct runner_cfg){ .recover = st->recover, .stats = &st->stats },
+			    &st->reg->runner);
 
 	star_heads(st, epochs);
-	return lease_reg_start(st->reg, epochs);
+	return rc ? rc : lease_reg_start(st->reg, epochs);
 }
 
 /* ------------------------------------------------------- writer leases */
@@ -457,7 +486,20 @@ struct pend_scan {
 	bool alive;
 	uint64_t heads[NV_CLASS_COUNT];
 	unsigned n;
+	unsigned ndue;           /* of them, known stopped (settle_now()) */
+	struct meta_chain first; /* the first of those, when ndue > 0 */
+	struct meta_chain any;   /* the first pending chain, when n > 0 */
 };
+
+/* Is pending chain c of p->star known to be stopped, so that a walk
+ * fences nothing alive?  Its star is gone or closed, or c is older than
+ * the star's current incarnation.  (Below its mint head: asked of the
+ * metastore by wait_predecessor().)  A live star's head epoch is never
+ * displaced. */
+static bool settle_now(const struct pend_scan *p, const struct meta_chain *c)
+{
+	return !p->alive || (p->heads[c->cls] && c->epoch < p->heads[c->cls]);
+}
 
 static int count_pending(void *arg, const struct meta_chain *c, uint64_t ver)
 {
@@ -470,7 +512,10 @@ static int count_pending(void *arg, const struct meta_chain *c, uint64_t ver)
 	 * lease: the lease went with its previous registry lease. */
 	if (p->alive && p->heads[c->cls] && c->epoch >= p->heads[c->cls])
 		return 0;
-	p->n++;
+	if (!p->n++)
+		p->any = *c;
+	if (settle_now(p, c) && !p->ndue++)
+		p->first = *c;
 	return 0;
 }
 
@@ -482,9 +527,11 @@ static uint64_t take_wait_ns(struct lease_reg *r)
 
 /*
  * Invariant 4: wait until no epoch of star prev that may hold the
- * stream's unabsorbed records stays unsettled (the settle duty or prev's
- * own restart settles them; the auditor is nudged).  0, -ETIMEDOUT
- * (logged), kv error.
+ * stream's unabsorbed records stays unsettled.  The demand driver: each
+ * such epoch is settled here, on the star's settle runner (runner.h),
+ * joining a walk of it already under way; the take parks on the walk,
+ * bounded by take_wait_ns() (a walk that outlives the take goes on).
+ * 0, -ETIMEDOUT (logged), kv error.
  */
 static int wait_predecessor(struct star *st, const char *prev, uint64_t stream)
 {
@@ -512,6 +559,28 @@ static int wait_predecessor(struct star *st, const char *prev, uint64_t stream)
 			       (unsigned long long)stream, p.n, prev);
 			return -ETIMEDOUT;
 		}
+		/* Our own earlier epochs are our auditor's (a halted head is
+		 * quiesced by its restart first): wait for it. */
+		if (!p.ndue) {
+			uint64_t head = 0;
+
+			if (meta_mint_head(st->kv, p.any.cls, p.any.star, &head) == 0 &&
+			    p.any.epoch < head) {
+				p.first = p.any; /* terminally halted */
+				p.ndue = 1;
+			}
+		}
+		rc = -EAGAIN;
+		if (p.ndue && st->reg->runner && strcmp(prev, star_id(st)))
+			rc = runner_settle(st->reg->runner, p.first.cls, p.first.star,
+					   p.first.epoch, until, NULL);
+		if (rc == 0 || rc == -ETIMEDOUT)
+			continue; /* scan again: the next epoch, or the deadline */
+		if (rc == -ESHUTDOWN)
+			return -ETIMEDOUT;
+		/* The walk failed (a store that does not answer) or the
+		 * runner is full: the duty or a later walk may still settle
+		 * it; look again after a back-off. */
 		if (st->auditor)
 			auditor_nudge(st->auditor);
 		sleep_ns(delay);
@@ -558,9 +627,18 @@ static int lead_slow(struct star *st, struct nv_stream *s, struct lease_holder *
 			return -ETIMEDOUT; /* lost meanwhile: never an unbound row */
 		rc = meta_lease_take(st->kv, s->id, star_id(st), star_listen_addr(st), rid, &l,
 				     &ver, prev);
-		if (rc == -EEXIST)
+		if (rc == -ENOENT) /* deleted (by another star): never led again */
+			return star_stream_gone(st, s, NULL);
+		if (rc == -EEXIST) {
 			rc = meta_lease_get(st->kv, s->id, &l, &ver);
-		else if (!rc)
+			/* Passed here meanwhile (a placement racing our take):
+			 * wait for and reload after its predecessor as below. */
+			if (!rc && !strcmp(l.star, star_id(st))) {
+				char cur[META_STAR_MAX + 1];
+
+				rc = meta_lease_last(st->kv, s->id, &last, cur, prev, NULL);
+			}
+		} else if (!rc)
 			nv_log(NV_DEBUG, NV_SUB_MAIN, "stream %llu: taken, lease epoch %llu%s%s",
 			       (unsigned long long)s->id, (unsigned long long)l.epoch,
 			       prev[0] ? " after " : "", prev);
@@ -594,21 +672,13 @@ static int lead_slow(struct star *st, struct nv_stream *s, struct lease_holder *
 	return 0;
 }
 
-int star_lead(struct star *st, struct nv_stream *s, struct lease_holder *h)
+/* The slow path of star_lead() under s's claim (lease_taking): one
+ * take, wait and reload per stream at a time. */
+static int lead_claimed(struct star *st, struct nv_stream *s, struct lease_holder *h)
 {
 	struct lease_reg *r = st->reg;
 	int rc;
 
-	if (!r) {
-		self_holder(st, s, h);
-		return 0;
-	}
-	if (cached(r, s)) {
-		self_holder(st, s, h);
-		return 0;
-	}
-	if (lease_reg_may_ack(r))
-		return -ETIMEDOUT;
 	pthread_mutex_lock(&r->take_lock);
 	while (s->lease_taking)
 		pthread_cond_wait(&r->take_cond, &r->take_lock);
@@ -625,6 +695,25 @@ int star_lead(struct star *st, struct nv_stream *s, struct lease_holder *h)
 	pthread_cond_broadcast(&r->take_cond);
 	pthread_mutex_unlock(&r->take_lock);
 	return rc;
+}
+
+int star_lead(struct star *st, struct nv_stream *s, struct lease_holder *h)
+{
+	struct lease_reg *r = st->reg;
+
+	if (!r) {
+		self_holder(st, s, h);
+		return 0;
+	}
+	if (cached(r, s)) {
+		self_holder(st, s, h);
+		return 0;
+	}
+	if (lease_reg_may_ack(r))
+		return -ETIMEDOUT;
+	if (handoff_draining(st)) /* takes no lease (handoff.h invariant 1) */
+		return handoff_place(st, s, h);
+	return lead_claimed(st, s, h);
 }
 
 /* --------------------------------------------------------------- handoff */
@@ -792,8 +881,15 @@ int star_lead_check(struct star *st, struct nv_stream *s, struct lease_holder *h
 	rc = star_leader(st, s, h ? h : &me);
 	if (rc)
 		return rc;
-	if (!strcmp((h ? h : &me)->star, star_id(st)))
-		return lease_reg_may_ack(st->reg) ? -ETIMEDOUT : 0;
+	if (!strcmp((h ? h : &me)->star, star_id(st))) {
+		if (lease_reg_may_ack(st->reg))
+			return -ETIMEDOUT;
+		/* Passed here (a handoff) and not ready yet: its view is this
+		 * star's old one until the predecessor's epochs are waited for
+		 * and the positions reloaded (invariant 4); ready it now, so a
+		 * read never serves the stale view as the leader's. */
+		return lead_claimed(st, s, h);
+	}
 	return -STAR_ENOTOWNER;
 }
 

@@ -43,7 +43,11 @@
  *  4. A take of a stream another star (or an earlier incarnation) led
  *     returns only after that star's epochs that may hold the stream's
  *     unabsorbed records are settled, and after the stream's positions
- *     were reloaded from the metastore.
+ *     were reloaded from the metastore.  Another star's epochs are
+ *     settled by the take itself on the star's settle runner (the demand
+ *     driver, engine/runner.h), joining a walk under way; the wait is
+ *     bounded by take_wait (3 x star_lease_s + 10 s unless set), after
+ *     which the append fails with ETIMEDOUT and the next one waits again.
  *  5. The append hot path (a cached lease within its deadline) costs no
  *     metastore call.
  *  6. A star releases a stream's lease only after the release flush, so
@@ -89,8 +93,11 @@ int star_leader(struct star *st, struct nv_stream *s, struct lease_holder *h)
 
 /* Who leads s per the star's cache, or the metastore when the cache
  * cannot say.  A cold reader's question, not an append's: never takes
- * the stream.  0 when this star leads s now, -STAR_ENOTOWNER with *h
- * when another does, -ENOENT when vacant, -errno. */
+ * a vacant stream; a lease passed to this star (a handoff) is readied
+ * first (invariant 4: the predecessor waited for, the view reloaded), so
+ * 0 means the view here is the leader's.  0 when this star leads s now,
+ * -STAR_ENOTOWNER with *h when another does, -ENOENT when vacant,
+ * -errno. */
 int star_lead_check(struct star *st, struct nv_stream *s, struct lease_holder *h)
 	__attribute__((warn_unused_result));
 
@@ -152,6 +159,9 @@ void lease_reg_close(struct lease_reg *r);
 int lease_reg_may_ack(struct lease_reg *r);
 /* Registry lease id (0: lost), for tests. */
 uint64_t lease_reg_id(struct lease_reg *r);
+/* The registry lease id while this star is before its deadline, else 0
+ * (what the settle duty is bound to: engine/duty.h).  Lock-free. */
+uint64_t lease_reg_live_id(struct lease_reg *r);
 /* No more callbacks into the star from now on (its close began); waits
  * for one in progress.  NULL is a no-op. */
 void lease_reg_quiet(struct lease_reg *r);

@@ -3,7 +3,7 @@
  *
  * Threads: callers of read_page() (FUSE workers) and the prefetch pool.
  * re->lock guards the prefetch queue; rd->lock guards a reader's
- * sequential state.  Neither is held during I/O.  Lock order: rd->lock,
+ * sequential state and its ref window (swapped whole, freed unlocked).  Neither is held during I/O.  Lock order: rd->lock,
  * then re->lock; a stream lock is taken alone (flight index lookups).
  */
 #include "config.h"
@@ -13,6 +13,7 @@
 #include "engine/chain.h"
 #include "engine/rcache.h"
 #include "meta/refs.h"
+#include "meta/streams.h"
 #include "src/base/log.h"
 
 #include <errno.h>
@@ -23,6 +24,20 @@
 #include <string.h>
 
 #define PF_QUEUE_MAX 256
+#define WIN_REFS 32    /* refs a reader's ref window holds at most */
+#define WIN_SLOTS 4096 /* ... and slots (catalog: objects), bounding its memory */
+
+/* A reader's ref window: the refs at and after its last cold position,
+ * read with one ranged scan (meta_ref_window_byte()), so a sequential
+ * reader of many small refs asks the metastore once per window, never
+ * once per page.  Refs are immutable (meta/refs.h invariant 2) except
+ * that settlement replaces span refs by catalog rows and then deletes the
+ * slots: a window's ref may name an object that is gone (-ESTALE below),
+ * and the read then asks the metastore again. */
+struct ref_win {
+	struct meta_ref refs[WIN_REFS];
+	size_t n;
+};
 
 struct pf_job {
 	struct reader *rd; /* a reference */
@@ -56,6 +71,9 @@ struct reader {
 	uint64_t chunk_bytes;     /* lock: size of the last cold chunk seen */
 	unsigned ra_jobs;         /* lock: prefetch jobs queued or running */
 	bool closed;              /* lock: handle released; stop prefetching */
+	struct ref_win *win;      /* lock: cold refs read ahead, or NULL */
+	struct ref_win *prev_win; /* lock: the one before (prefetch jobs ahead
+				   * of the reader read the next one) */
 };
 
 /* Where a page's bytes are in object storage. */
@@ -66,6 +84,7 @@ struct loc {
 	enum read_tier tier;
 	uint64_t next_byte; /* cold: where the next slot or object starts (or the
 			     * ref ends); 0 unknown */
+	bool cached;        /* from a reader's ref window: its object may be gone */
 };
 
 const char *read_tier_name(enum read_tier t)
@@ -77,10 +96,128 @@ const char *read_tier_name(enum read_tier t)
 
 /* ------------------------------------------------------------ locating */
 
+/* The object holding pos inside ref r (cold). */
+static void loc_from_ref(const struct meta_ref *r, bool by_seq, uint64_t pos, struct loc *l)
+{
+	enum meta_ref_key key = by_seq ? META_REF_BY_SEQ : META_REF_BY_BYTE;
+
+	if (r->kind == META_REF_CATALOG) {
+		/* A settled object: the same read shape. */
+		const struct meta_ref_obj *o = &r->objs[meta_ref_obj_find(r, key, pos)];
+
+		meta_settled_key(l->key, sizeof(l->key), r->bucket, r->stream_id, o->epoch,
+				 o->first_seq, o->rev);
+		l->footer_off = o->footer_off;
+		l->footer_len = o->footer_len;
+		l->next_byte = o + 1 < r->objs + r->nobjs ? o[1].first_byte : r->end_byte;
+	} else {
+		uint32_t i = meta_ref_slot_find(r, key, pos);
+
+		chain_slot_key(l->key, sizeof(l->key), r->cls, r->star, r->epoch,
+			       r->slots[i].slot);
+		l->footer_off = r->slots[i].footer_off;
+		l->footer_len = r->slots[i].footer_len;
+		l->next_byte = i + 1 < r->nslots ? r->slots[i + 1].first_byte : r->end_byte;
+	}
+	l->tier = READ_COLD;
+	l->cached = false;
+}
+
+static void win_free(struct ref_win *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->n; i++)
+		meta_ref_clear(&w->refs[i]);
+	free(w);
+}
+
+/* The ref of w holding stream byte pos, as a location; false when w does
+ * not hold pos. */
+static bool win_find(const struct ref_win *w, uint64_t pos, struct loc *l)
+{
+	size_t lo = 0, hi;
+
+	if (!w || !w->n || pos < w->refs[0].first_byte || pos >= w->refs[w->n - 1].end_byte)
+		return false;
+	hi = w->n;
+	while (hi - lo > 1) { /* the last ref starting at or before pos */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w->refs[mid].first_byte <= pos)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	while (lo + 1 < w->n && w->refs[lo].end_byte <= pos)
+		lo++; /* refs of empty records share their first byte */
+	loc_from_ref(&w->refs[lo], false, pos, l);
+	l->cached = true;
+	return true;
+}
+
+static void reader_drop_win(struct reader *rd)
+{
+	struct ref_win *w, *old;
+
+	if (!rd)
+		return;
+	pthread_mutex_lock(&rd->lock);
+	w = rd->win;
+	old = rd->prev_win;
+	rd->win = rd->prev_win = NULL;
+	pthread_mutex_unlock(&rd->lock);
+	win_free(w);
+	win_free(old);
+}
+
+/* Cold, by byte, for a reader: from its ref windows, else from a new one
+ * read at pos (the older of the two is dropped). */
+static int locate_win(struct read_engine *re, struct nv_stream *s, struct reader *rd,
+		      uint64_t pos, struct loc *l)
+{
+	struct ref_win *w, *old;
+	unsigned calls = 0;
+	bool found;
+	int rc;
+
+	pthread_mutex_lock(&rd->lock);
+	found = win_find(rd->win, pos, l) || win_find(rd->prev_win, pos, l);
+	pthread_mutex_unlock(&rd->lock);
+	if (found)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	for (size_t i = 0; i < WIN_REFS; i++)
+		meta_ref_init(&w->refs[i]);
+	rc = meta_ref_window_byte(re->cfg.kv, s->id, pos, w->refs, WIN_REFS, WIN_SLOTS, &w->n,
+				  &calls);
+	NV_STAT_ADD(re->cfg.stats, ref_lookups, calls);
+	if (!rc && !win_find(w, pos, l))
+		rc = -ENOENT; /* trimmed here since (missing_ref()), or not what refs.h promises */
+	if (rc) {
+		win_free(w);
+		if (rc == -EBADMSG)
+			nv_log(NV_ERR, NV_SUB_READ, "stream %llu: the ref window at byte %llu: %s",
+			       (unsigned long long)s->id, (unsigned long long)pos, strerror(-rc));
+		return rc == -EBADMSG ? -EIO : rc;
+	}
+	pthread_mutex_lock(&rd->lock);
+	old = rd->prev_win;
+	rd->prev_win = rd->win;
+	rd->win = w;
+	pthread_mutex_unlock(&rd->lock);
+	win_free(old);
+	return 0;
+}
+
 /* Where the bytes at stream position pos are: a byte offset, or a record
- * seq when by_seq. */
-static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, uint64_t pos,
-		     struct loc *l)
+ * seq when by_seq.  A reader's cold positions by byte come from its ref
+ * window (rd may be NULL).  -ENOENT (not logged): no ref holds pos below
+ * the frontier (missing_ref() tells why). */
+static int locate_at(struct read_engine *re, struct nv_stream *s, struct reader *rd,
+		     bool by_seq, uint64_t pos, struct loc *l)
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
 		uint64_t frontier = by_seq ? atomic_load(&s->frontier_seq)
@@ -101,6 +238,7 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, u
 				l->footer_len = p.footer_len;
 				l->tier = READ_FLIGHT;
 				l->next_byte = 0;
+				l->cached = false;
 				return 0;
 			}
 			/* Absorbed between the two loads: the frontier moved. */
@@ -112,11 +250,14 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, u
 			       "flight index", (unsigned long long)s->id, by_seq ? "seq" : "byte",
 			       (unsigned long long)pos);
 			return -EIO;
+		} else if (rd && !by_seq) {
+			return locate_win(re, s, rd, pos, l);
 		} else {
 			struct meta_ref r;
 			int rc;
 
 			meta_ref_init(&r);
+			NV_STAT_ADD(re->cfg.stats, ref_lookups, 1);
 			rc = by_seq ? meta_ref_floor_seq(re->cfg.kv, s->id, pos, &r)
 				    : meta_ref_floor_byte(re->cfg.kv, s->id, pos, &r);
 			if (rc == 0 && (by_seq ? (pos < r.first_seq || pos >= r.end_seq)
@@ -124,39 +265,13 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, u
 				rc = -ENOENT;
 			if (rc) {
 				meta_ref_clear(&r);
-				nv_log(NV_ERR, NV_SUB_READ,
-				       "stream %llu: no ref covers %s %llu below the frontier "
-				       "%llu: %s", (unsigned long long)s->id, by_seq ? "seq" : "byte",
-				       (unsigned long long)pos, (unsigned long long)frontier,
-				       strerror(-rc));
-				return rc == -ENOENT || rc == -EBADMSG ? -EIO : rc;
+				if (rc == -EBADMSG)
+					nv_log(NV_ERR, NV_SUB_READ, "stream %llu: the ref at %s %llu: %s",
+					       (unsigned long long)s->id, by_seq ? "seq" : "byte",
+					       (unsigned long long)pos, strerror(-rc));
+				return rc == -EBADMSG ? -EIO : rc;
 			}
-			if (r.kind == META_REF_CATALOG) {
-				/* A settled object: the same read shape. */
-				const struct meta_ref_obj *o =
-					&r.objs[meta_ref_obj_find(&r, by_seq ? META_REF_BY_SEQ
-										     : META_REF_BY_BYTE,
-								  pos)];
-
-				meta_settled_key(l->key, sizeof(l->key), r.bucket, s->id, o->epoch,
-						 o->first_seq, o->rev);
-				l->footer_off = o->footer_off;
-				l->footer_len = o->footer_len;
-				l->next_byte = o + 1 < r.objs + r.nobjs ? o[1].first_byte
-									 : r.end_byte;
-			} else {
-				uint32_t i = meta_ref_slot_find(&r, by_seq ? META_REF_BY_SEQ
-									   : META_REF_BY_BYTE,
-								pos);
-
-				chain_slot_key(l->key, sizeof(l->key), r.cls, r.star, r.epoch,
-					       r.slots[i].slot);
-				l->footer_off = r.slots[i].footer_off;
-				l->footer_len = r.slots[i].footer_len;
-				l->next_byte = i + 1 < r.nslots ? r.slots[i + 1].first_byte
-								: r.end_byte;
-			}
-			l->tier = READ_COLD;
+			loc_from_ref(&r, by_seq, pos, l);
 			meta_ref_clear(&r);
 			return 0;
 		}
@@ -164,15 +279,62 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, bool by_seq, u
 	return -EAGAIN;
 }
 
-static int locate(struct read_engine *re, struct nv_stream *s, uint64_t off, struct loc *l)
+static int locate(struct read_engine *re, struct nv_stream *s, struct reader *rd, uint64_t off,
+		  struct loc *l)
 {
-	return locate_at(re, s, false, off, l);
+	return locate_at(re, s, rd, false, off, l);
+}
+
+/*
+ * No ref holds pos (a byte, or a seq when by_seq) below the frontier.
+ * Refs are reclaimed only below a trim point (engine/trim.c): one this
+ * star's view has not learned, another star's (read.h invariant 6).  1
+ * and *trim_byte (the row's) when pos lies below the row's trim point;
+ * -EIO (logged) when not, as refs.h promises a ref there; a kv error.
+ */
+static int missing_ref(struct read_engine *re, struct nv_stream *s, bool by_seq, uint64_t pos,
+		       uint64_t *trim_byte)
+{
+	const char *k = by_seq ? "seq" : "byte";
+	struct meta_stream ms;
+	int rc = meta_stream_get(re->cfg.kv, s->id, &ms, NULL);
+
+	if (rc && rc != -ENOENT)
+		return rc == -EBADMSG ? -EIO : rc;
+	if (rc == 0 && (by_seq ? pos < ms.trim_seq : pos < ms.trim_byte)) {
+		nv_log(NV_DEBUG, NV_SUB_READ, "stream %s/%s: %s %llu is below the trim point "
+		       "another star set (byte %llu)", s->bucket, s->name, k,
+		       (unsigned long long)pos, (unsigned long long)ms.trim_byte);
+		*trim_byte = ms.trim_byte;
+		return 1;
+	}
+	nv_log(NV_ERR, NV_SUB_READ, "stream %s/%s (%llu): no ref covers %s %llu below the frontier",
+	       s->bucket, s->name, (unsigned long long)s->id, k, (unsigned long long)pos);
+	return -EIO;
+}
+
+/* read_page()'s zeros from off up to the trim point trim (len: capped at acked). */
+static int hole(uint64_t trim, uint64_t off, void *dst, size_t len, size_t *got,
+		enum read_tier *tier)
+{
+	size_t n = trim - off < len ? (size_t)(trim - off) : len;
+
+	memset(dst, 0, n);
+	*got = n;
+	*tier = READ_TRIM;
+	return 0;
 }
 
 /* ------------------------------------------------------------ fetching */
 
-static int bad_object(struct read_engine *re, const char *key, const char *what, int rc)
+static int bad_object(struct read_engine *re, const char *key, bool cached, const char *what,
+		      int rc)
 {
+	if (rc == -ENOENT && cached) {
+		/* Settled or trimmed since the reader's window was read. */
+		nv_log(NV_DEBUG, NV_SUB_READ, "%s: %s: gone; its ref window was stale", key, what);
+		return -ESTALE;
+	}
 	if (rc == -EBADMSG || rc == -ENOENT || rc == -ERANGE) {
 		NV_STAT_ADD(re->cfg.stats, corrupt_objects, 1);
 		nv_log(NV_ERR, NV_SUB_READ, "%s: %s: %s", key, what,
@@ -197,7 +359,7 @@ static int load_footer(struct read_engine *re, const struct loc *l, struct rc_bl
 	rc = objread_footer(re->cfg.store, l->key, l->footer_off, l->footer_len, b->data, &f);
 	if (rc) {
 		rc_blob_unref(b);
-		return bad_object(re, l->key, "footer", rc);
+		return bad_object(re, l->key, l->cached, "footer", rc);
 	}
 	*out = b;
 	return 0;
@@ -231,8 +393,8 @@ static int get_footer(struct read_engine *re, const struct loc *l, struct bundle
 	return 0;
 }
 
-static int load_chunk(struct read_engine *re, const char *key, const struct bundle_entry *e,
-		      struct rc_blob **out)
+static int load_chunk(struct read_engine *re, const char *key, bool cached,
+		      const struct bundle_entry *e, struct rc_blob **out)
 {
 	struct nv_buf raw;
 	struct rc_blob *b = NULL;
@@ -266,7 +428,7 @@ static int load_chunk(struct read_engine *re, const char *key, const struct bund
 	nv_buf_free(&raw);
 	if (rc) {
 		rc_blob_unref(b);
-		return bad_object(re, key, "chunk", rc);
+		return bad_object(re, key, cached, "chunk", rc);
 	}
 	*out = b;
 	return 0;
@@ -292,13 +454,13 @@ static int get_chunk_at(struct read_engine *re, const struct loc *l, uint64_t st
 		rc = bundle_footer_get(&f, idx, ent);
 	rc_blob_unref(fb);
 	if (rc)
-		return bad_object(re, l->key, "footer lookup", rc == -ENOENT ? -EBADMSG : rc);
+		return bad_object(re, l->key, false, "footer lookup", rc == -ENOENT ? -EBADMSG : rc);
 	*hit = true;
 	for (int i = 0; i < 4; i++) {
 		rc = rcache_get(re->cache, l->key, ent->chunk_off, &b, &e);
 		if (rc == 1) {
 			*hit = false;
-			rc = load_chunk(re, l->key, ent, &b);
+			rc = load_chunk(re, l->key, l->cached, ent, &b);
 			if (!rc)
 				rc_blob_ref(b);
 			rcache_fill(re->cache, e, rc ? NULL : b, rc);
@@ -377,6 +539,8 @@ static void reader_unref(struct reader *rd)
 {
 	if (atomic_fetch_sub(&rd->refs, 1) == 1) {
 		stream_put(rd->stream);
+		win_free(rd->win);
+		win_free(rd->prev_win);
 		pthread_mutex_destroy(&rd->lock);
 		free(rd);
 	}
@@ -454,12 +618,15 @@ static void run_job(struct read_engine *re, struct pf_job *j)
 	if (closed || j->pos >= stream_acked_byte(s) ||
 	    (re->cfg.tc && tailcache_read(re->cfg.tc, s->id, j->pos, &probe, 1, 1)))
 		goto done; /* end of stream, or hot from here on */
-	if (locate(re, s, j->pos, &l))
+	if (locate(re, s, rd, j->pos, &l))
 		goto done;
 	if (!next_queued && l.tier == READ_COLD && l.next_byte > j->pos && l.next_byte < limit)
 		next_queued = enqueue(re, rd, l.next_byte, false, false); /* in parallel */
-	if (get_chunk(re, &l, s->id, j->pos, &ent, &b, &hit))
+	if (get_chunk(re, &l, s->id, j->pos, &ent, &b, &hit)) {
+		if (l.cached)
+			reader_drop_win(rd); /* the reader's next page reads it anew */
 		goto done;
+	}
 	rc_blob_unref(b);
 	if (!hit)
 		NV_STAT_ADD(re->cfg.stats, prefetches, 1);
@@ -555,13 +722,8 @@ int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, ui
 		len = (size_t)(acked - off);
 	if (len > READ_PAGE_MAX)
 		len = READ_PAGE_MAX;
-	if (off < trim) {
-		n = trim - off < len ? (size_t)(trim - off) : len;
-		memset(dst, 0, n);
-		*got = n;
-		*tier = READ_TRIM;
-		return 0;
-	}
+	if (off < trim)
+		return hole(trim, off, dst, len, got, tier);
 	if (re->cfg.tc) {
 		n = tailcache_read(re->cfg.tc, s->id, off, dst, len, READ_PAGE_RECORDS);
 		if (n) {
@@ -575,10 +737,19 @@ int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, ui
 			return 0;
 		}
 	}
-	rc = locate(re, s, off, &l);
-	if (rc)
-		return rc;
-	rc = get_chunk(re, &l, s->id, off, &ent, &b, &hit);
+	rc = locate(re, s, rd, off, &l);
+	if (!rc)
+		rc = get_chunk(re, &l, s->id, off, &ent, &b, &hit);
+	if (rc == -ESTALE) {
+		/* The window's ref is out of date: the metastore's own answer. */
+		reader_drop_win(rd);
+		rc = locate(re, s, NULL, off, &l);
+		if (!rc)
+			rc = get_chunk(re, &l, s->id, off, &ent, &b, &hit);
+	}
+	/* No ref: below the row's trim point, zeros as below this star's. */
+	if (rc == -ENOENT && (rc = missing_ref(re, s, false, off, &trim)) == 1)
+		return hole(trim, off, dst, len, got, tier);
 	if (rc)
 		return rc;
 	n = chunk_copy(&ent, b, off, dst, len);
@@ -608,6 +779,7 @@ int read_locate_record(struct read_engine *re, struct nv_stream *s, bool by_seq,
 	struct bundle_entry e;
 	struct rc_blob *b;
 	struct loc l;
+	uint32_t k;
 	bool hit;
 	int rc;
 
@@ -618,19 +790,23 @@ int read_locate_record(struct read_engine *re, struct nv_stream *s, bool by_seq,
 		*byte = abyte;
 		return 0;
 	}
-	rc = locate_at(re, s, by_seq, pos, &l);
+	rc = locate_at(re, s, NULL, by_seq, pos, &l);
+	if (rc == -ENOENT) {
+		uint64_t trim;
+
+		rc = missing_ref(re, s, by_seq, pos, &trim);
+		return rc == 1 ? -ERANGE : rc;
+	}
 	if (!rc)
 		rc = get_chunk_at(re, &l, s->id, by_seq, pos, &e, &b, &hit);
 	if (rc)
 		return rc;
-	{
-		uint32_t k = by_seq ? (uint32_t)(pos - e.first_seq) : rec_for_byte(&e, b, pos);
-
-		*seq = e.first_seq + k;
-		*byte = rec_byte(&e, b, k);
-	}
+	k = by_seq ? (uint32_t)(pos - e.first_seq) : rec_for_byte(&e, b, pos);
+	*seq = e.first_seq + k;
+	*byte = rec_byte(&e, b, k);
 	rc_blob_unref(b);
-	return 0;
+	/* Below the trim point a record is gone, held in the tail or not. */
+	return *seq < atomic_load(&s->trim_seq) ? -ERANGE : 0;
 }
 
 /* ------------------------------------------------------------ lifecycle */

@@ -6,7 +6,10 @@
  * then the tail window cache (hot, no I/O), then the stream's position
  * relative to the ref frontier: above it the flight index names the
  * transit slot, below it one floor lookup in the byte index names the
- * ref and its slot.  A cold page is one ranged GET of the footer window
+ * ref and its slot (for a reader: its ref window, up to 32 refs read
+ * with one ascending range of the byte index where a ref starts, so a
+ * stream of many small unsettled refs costs one metastore request per
+ * window, not one per page).  A cold page is one ranged GET of the footer window
  * (cached), then one ranged GET of exactly the chunk needed (cached,
  * decoded once).  Sequential readers get read-ahead: a pipeline of up to
  * `readahead` chunks (their footers and extents) fetched by a small pool
@@ -23,7 +26,26 @@
  *     wrong bytes.
  *  4. Memory: decoded chunks and footers live in one byte-budgeted cache
  *     (read_cache_mib); read-ahead never runs further than `readahead`
- *     chunks in front of a reader.
+ *     chunks in front of a reader; a reader keeps two ref windows of at
+ *     most 32 refs each, a window ending with the ref that brings it to
+ *     4096 slots (so one ref's size more at most).
+ *  5. A ref window may be stale (settlement replaced its span refs and
+ *     deleted their slots): an object missing behind a windowed location
+ *     is asked of the metastore again before it is an error.
+ *  6. The stream's trim point in memory may be behind its row's on a
+ *     star that does not lead it (another star trimmed it, and
+ *     reclamation deleted the refs below: fs/remote.h invariant 6): a
+ *     position below the frontier that no ref holds is looked up in the
+ *     row before it is an error, and below the row's trim point it reads
+ *     as zeros, as below this star's own.  Until the view learns the
+ *     trim (any getattr of the stream here, star_view_refresh()), two
+ *     kinds of position below it are still read as the bytes they were:
+ *     those of refs in a reader's ref window read before the trim (their
+ *     objects outlive them by the grace; a reader racing settlement is
+ *     served so too), and those inside the settled object that holds the
+ *     trim point (trim re-keys the catalog row at that object, which
+ *     starts below the trim point; the object keeps those bytes until it
+ *     is rewritten), for any reader (t_stars_trim_view).
  */
 #ifndef NOVAFS_ENGINE_READ_H
 #define NOVAFS_ENGINE_READ_H
@@ -70,8 +92,10 @@ void reader_free(struct reader *rd); /* NULL is a no-op */
 /*
  * Read one page of stream s at offset off into dst (caller-owned, len
  * bytes).  rd may be NULL.  On 0, *got bytes were written (0 means
- * end-of-stream) and *tier says where they came from.  Errors: -EIO (a
- * referenced object is missing or corrupt, logged), kv errors.
+ * end-of-stream) and *tier says where they came from (READ_TRIM: zeros
+ * below the trim point, this star's or the row's: invariant 6).
+ * Errors: -EIO (a referenced object is missing or corrupt, or no ref
+ * covers a position above the trim point; logged), kv errors.
  */
 int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, uint64_t off,
 	      void *dst, size_t len, size_t *got, enum read_tier *tier)
@@ -80,7 +104,10 @@ int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, ui
 /*
  * The record holding stream byte pos (by_seq false) or record pos (by_seq
  * true): its seq and the offset of its first body byte.  At the acked end
- * it answers the acked end.  0, -EINVAL (past the end), -EIO.
+ * it answers the acked end.  0, -EINVAL (past the end), -ERANGE (the
+ * record is below the trim point: the view's, even while the tail still
+ * holds it, or the row's, which this star's view may not have learned
+ * yet: invariant 6), -EIO.
  */
 int read_locate_record(struct read_engine *re, struct nv_stream *s, bool by_seq, uint64_t pos,
 		       uint64_t *seq, uint64_t *byte) __attribute__((warn_unused_result));

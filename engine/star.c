@@ -92,12 +92,7 @@ static void on_settled(void *arg, uint64_t stream, uint64_t end_seq, uint64_t en
 
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->lock);
-	if (end_seq > atomic_load(&s->settled_seq)) {
-		atomic_store(&s->settled_seq, end_seq);
-		atomic_store(&s->settled_byte, end_byte);
-	}
-	pthread_mutex_unlock(&s->lock);
+	(void)stream_settled_up(s, end_seq, end_byte);
 	stream_put(s);
 }
 
@@ -399,6 +394,8 @@ static int start_auditor(struct star *st)
 	ac.trim.kv = st->kv;
 	ac.trim.stats = &st->stats;
 	ac.trim.read_grace_ns = cfg->read_grace_ns;
+	ac.live_lease = star_lease_live_id;
+	ac.may_commit = star_lease_may_ack;
 	return auditor_new(&ac, &st->auditor);
 }
 
@@ -447,6 +444,8 @@ int star_open(const struct star_cfg *cfg, struct star **out)
 		rc = star_lease_start(st);
 	if (!rc)
 		rc = start_auditor(st);
+	if (!rc)
+		rc = handoff_start(st);
 	if (rc)
 		goto fail;
 	*out = st;
@@ -464,6 +463,7 @@ int star_close(struct star *st)
 
 	if (!st)
 		return 0;
+	handoff_stop(st); /* no drain pass or idle release from now on */
 	kv_closing(st->kv); /* a dead metastore is given up on at once (kv.h) */
 	/* The registry's callbacks first, then the auditor: no restart may
 	 * race the close. */
@@ -471,43 +471,10 @@ int star_close(struct star *st)
 	auditor_free(st->auditor);
 	st->auditor = NULL;
 	for (unsigned cls = 0; cls < NV_CLASS_COUNT; cls++) {
-		struct meta_chain row;
-		uint64_t ver, next;
-		int rc;
+		int rc = star_class_close(st, cls);
 
-		if (!st->chains[cls]) {
-			absorb_free(st->absorbs[cls]);
-			continue;
-		}
-		chain_stop(st->chains[cls]);
-		rc = chain_halted(st->chains[cls]);
-		next = chain_next_slot(st->chains[cls]);
-		if (!rc)
-			rc = absorb_drain(st->absorbs[cls]);
-		absorb_chain_row(st->absorbs[cls], &row, &ver);
-		absorb_free(st->absorbs[cls]);
-		chain_free(st->chains[cls]);
-		st->chains[cls] = NULL;
-		st->absorbs[cls] = NULL;
-		if (!rc && row.checkpoint == next) {
-			/* Everything is absorbed: the epoch is settled, cleanly. */
-			row.state = CHAIN_SETTLED;
-			row.clean = 1;
-			row.cut = next;
-			row.settled_ns = nv_now_wall_ns();
-			rc = meta_chain_cas(st->kv, &row, ver);
-		}
-		if (rc) {
-			nv_log(NV_WARN, NV_SUB_MAIN,
-			       "%s epoch %llu not closed cleanly (%s): the next start settles it",
-			       nv_class_name(cls), (unsigned long long)row.epoch, strerror(-rc));
-			if (!first)
-				first = rc;
-		} else {
-			nv_log(NV_INFO, NV_SUB_MAIN, "%s epoch %llu closed at slot %llu",
-			       nv_class_name(cls), (unsigned long long)row.epoch,
-			       (unsigned long long)next);
-		}
+		if (rc && !first)
+			first = rc;
 	}
 	/* Every epoch is closed: the registry row and the writer leases go. */
 	star_lease_detach(st);
@@ -670,6 +637,22 @@ int star_stream_delete(struct star *st, struct nv_stream *s)
 	return 0;
 }
 
+int star_stream_gone(struct star *st, struct nv_stream *s, const char *by)
+{
+	bool was;
+
+	pthread_mutex_lock(&s->lock);
+	was = s->deleted;
+	pthread_mutex_unlock(&s->lock);
+	if (was)
+		return -ENOENT;
+	mark_deleted(st, s);
+	nv_log(NV_INFO, NV_SUB_MAIN, "stream %s/%s (%llu) deleted by %s%s at %llu bytes here",
+	       s->bucket, s->name, (unsigned long long)s->id, by && by[0] ? "star " : "another star",
+	       by ? by : "", (unsigned long long)stream_acked_byte(s));
+	return -ENOENT;
+}
+
 int star_stream_set_owner(struct star *st, struct nv_stream *s, const struct meta_owner *own)
 {
 	int rc = meta_stream_set_owner(st->kv, s->id, own);
@@ -708,6 +691,18 @@ int star_stream_rename(struct star *st, const char *bucket, const char *from, co
 		nv_log(NV_INFO, NV_SUB_MAIN, "stream %s/%s (%llu) deleted: replaced by a rename",
 		       bucket, to, (unsigned long long)replaced);
 	return 0;
+}
+
+int star_stream_name(struct star *st, const struct nv_stream *s, char *name, size_t size)
+{
+	struct meta_stream ms;
+	int rc = meta_stream_get(st->kv, s->id, &ms, NULL);
+
+	if (!rc && ms.deleted_ns)
+		rc = -ENOENT;
+	if (!rc && (size_t)snprintf(name, size, "%s", ms.name) >= size)
+		rc = -ENAMETOOLONG;
+	return rc;
 }
 
 int star_stream_list(struct star *st, const char *bucket, const char *after,

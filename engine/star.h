@@ -173,6 +173,11 @@ int star_stream_set_owner(struct star *st, struct nv_stream *s, const struct met
  * -ENOENT, -EEXIST, -EINVAL/-ENAMETOOLONG (name), kv error. */
 int star_stream_rename(struct star *st, const char *bucket, const char *from, const char *to,
 		       bool noreplace) __attribute__((warn_unused_result));
+/* s's name now (its row's: s->name is the name at load, which a rename
+ * by any star changes) into name (size bytes).  0, -ENOENT (deleted),
+ * kv error.  One metastore read. */
+int star_stream_name(struct star *st, const struct nv_stream *s, char *name, size_t size)
+	__attribute__((warn_unused_result));
 /* By name or id, loading its state: 0 and *out (a reference), -ENOENT. */
 int star_stream_lookup(struct star *st, const char *bucket, const char *name,
 		       struct nv_stream **out) __attribute__((warn_unused_result));
@@ -180,15 +185,22 @@ int star_stream_by_id(struct star *st, uint64_t id, struct nv_stream **out)
 	__attribute__((warn_unused_result));
 /* Tombstone; later appends fail with -ENOENT. */
 int star_stream_delete(struct star *st, struct nv_stream *s) __attribute__((warn_unused_result));
+/* The in-memory side of a deletion another star committed (seen by a
+ * take here, or done by the holder `by` at this mount's unlink): s is
+ * marked deleted here (appends fail with -ENOENT, followers end), logged
+ * once.  Returns -ENOENT. */
+int star_stream_gone(struct star *st, struct nv_stream *s, const char *by);
 int star_stream_list(struct star *st, const char *bucket, const char *after,
 		     meta_stream_fn fn, void *arg) __attribute__((warn_unused_result));
 /*
  * Trim the stream's head (DESIGN.md 5: a hole punch).  By byte: records
  * wholly below `byte` are gone and [0, byte) reads as zeros.  By seq:
  * records below `seq` are gone.  Never backwards: a point at or below the
- * current one is a no-op for bytes and -EINVAL for seqs; past the acked
- * end is -EINVAL.  On 0, *old_byte (may be NULL) is the previous trim
- * byte.
+ * current one is a no-op for bytes and -EINVAL for seqs (the current one:
+ * this star's view, or the row's when another star trimmed further, as
+ * the record lookup finds: read_locate_record()'s -ERANGE); past the
+ * acked end is -EINVAL.  On 0, *old_byte (may be NULL) is the previous
+ * trim byte.
  */
 int star_stream_trim_bytes(struct star *st, struct nv_stream *s, uint64_t byte,
 			   uint64_t *old_byte) __attribute__((warn_unused_result));
@@ -218,5 +230,36 @@ int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t 
 	      void *dst, size_t len, size_t *got, enum read_tier *tier)
 	__attribute__((warn_unused_result));
 struct reader *star_reader_new(struct star *st, struct nv_stream *s);
+
+/* What star_view_refresh() reads: the refs' end and the trim point (what
+ * a read and st_size need: three point reads and a short range), or
+ * the settled end too (user.nova.settled and layout; a few more). */
+enum star_view { STAR_VIEW_READ, STAR_VIEW_ALL };
+
+/* The committed state of s from the metastore, for a stream this star
+ * does not lead (a vacant one: any star serves it from refs; or one
+ * another star leads, trims and settles): its positions are raised to
+ * the last ref's end, its row's trim point (capped at that end) and,
+ * with STAR_VIEW_ALL, its settled end, never lowered; when the acked end
+ * moved, star_cfg.acked is called as for an ack, and the wake closed;
+ * when the trim point moved, star_cfg.trimmed.  Never takes the lease;
+ * on a stream this star leads it changes nothing.  Never from a FUSE
+ * read (the hooks invalidate pages).  1: the end moved, 0: it did not,
+ * -EAGAIN (the class is restarting), kv error.  In engine/starview.c. */
+int star_view_refresh(struct star *st, struct nv_stream *s, enum star_view what);
+
+/* s's trim point as the star leading it said it is (the star API's end,
+ * fs/remote.c): raised as star_view_refresh() raises it from the row,
+ * star_cfg.trimmed called when it moved.  1 moved, 0 not. */
+int star_view_trim(struct star *st, struct nv_stream *s, uint64_t seq, uint64_t byte);
+
+/* The record holding stream byte pos (by_seq false) or record pos
+ * (by_seq true): its seq and the offset of its first byte
+ * (read_locate_record(); at the acked end, the acked end).  0, -EINVAL
+ * past this star's acked end, -ERANGE below the trim point (its refs
+ * reclaimed), -EIO.  For the star API's locate (the
+ * Gateway's records by sequence).  In engine/startrim.c. */
+int star_locate_record(struct star *st, struct nv_stream *s, bool by_seq, uint64_t pos,
+		       uint64_t *seq, uint64_t *byte) __attribute__((warn_unused_result));
 
 #endif

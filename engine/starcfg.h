@@ -34,6 +34,8 @@ struct star_cfg {
 	unsigned star_lease_s;     /* registry lease TTL (engine/lease.h); 0: 10 */
 	uint64_t take_wait_ns;     /* a take waits this long for a predecessor's
 				    * epochs at most; 0: 3 x star_lease_s + 10 s */
+	uint64_t lease_idle_ns;    /* release a lease idle this long (engine/handoff.h);
+				    * 0: never */
 	const char *cluster_secret_file; /* NULL: none; the star API's credential */
 	const char *store_faults;  /* testing: a fault.h spec wrapping the store */
 	uint64_t backlog_bytes;
@@ -62,6 +64,10 @@ struct star_cfg {
 	uint64_t settle_linger_ns;
 	uint64_t output_cap_bytes;
 	uint64_t read_grace_ns;
+	/* ReadPlan (engine/plan.h): "raw" or "signed" (NULL: raw), and a
+	 * plan's TTL before the read grace bounds it (0: 30 s). */
+	const char *plan_vending;
+	uint64_t plan_ttl_ns;
 	uint64_t fetch_cache_bytes;
 	const char *scratch_dir;   /* NULL: DATA_DIR/scratch */
 	unsigned settle_workers;
@@ -69,6 +75,13 @@ struct star_cfg {
 	/* Called after a stream's acked end moved (chain.h); may be NULL. */
 	void (*acked)(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
 	void *acked_arg;
+	/* Called after this star's view of a stream learned a trim another
+	 * star made (engine/starview.c), or after this star trimmed it
+	 * (engine/startrim.c: also for another mount, through the star
+	 * API): bytes below new_byte read as zeros now; may be NULL.  Never
+	 * from a read. */
+	void (*trimmed)(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
+	void *trimmed_arg;
 };
 
 #endif

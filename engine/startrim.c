@@ -5,10 +5,13 @@
  * document.
  *
  * For: star_stream_trim_bytes(), star_stream_trim_seq(),
- * star_stream_layout().  Not for: reclaiming (engine/trim.c).
+ * star_stream_layout(), and star_locate_record() (the record lookup the
+ * trim calls share with the star API's locate).  Not for: reclaiming (engine/trim.c).
  *
  * Invariants:
  *  1. A stream's trim point only grows, in the row and in memory.
+ *  2. A trim that moved the point calls star_cfg.trimmed, whoever asked
+ *     (this star's mount, or another's through the star API).
  */
 #include "config.h"
 #include "engine/star.h"
@@ -53,6 +56,11 @@ static int trim_to(struct star *st, struct nv_stream *s, uint64_t seq, uint64_t 
 	nv_log(NV_INFO, NV_SUB_TRIM, "stream %s/%s (%llu) trimmed to seq %llu, byte %llu",
 	       s->bucket, s->name, (unsigned long long)s->id, (unsigned long long)seq,
 	       (unsigned long long)byte);
+	/* Pages cached below the new point read as zeros now: a trim the
+	 * star API ran for another mount (api/server.c) has no FUSE request
+	 * here to invalidate them. */
+	if (st->cfg.trimmed)
+		st->cfg.trimmed(st->cfg.trimmed_arg, s, cur_byte, byte);
 	if (st->auditor)
 		auditor_nudge(st->auditor);
 	return 0;
@@ -73,6 +81,13 @@ int star_stream_trim_bytes(struct star *st, struct nv_stream *s, uint64_t byte,
 	}
 	/* The record holding `byte` is the first one kept. */
 	rc = read_locate_record(st->re, s, false, byte, &seq, &start);
+	if (rc == -ERANGE) {
+		/* Trimmed past it already, by another star: nothing to do, as
+		 * for a shorter punch here. */
+		if (old_byte)
+			*old_byte = byte;
+		return 0;
+	}
 	if (rc)
 		return rc;
 	return trim_to(st, s, seq, byte, old_byte);
@@ -92,9 +107,17 @@ int star_stream_trim_seq(struct star *st, struct nv_stream *s, uint64_t seq,
 		return 0;
 	}
 	rc = read_locate_record(st->re, s, true, seq, &got_seq, &byte);
+	if (rc == -ERANGE)
+		return -EINVAL; /* below another star's trim point: backwards too */
 	if (rc)
 		return rc;
 	return trim_to(st, s, seq, byte, old_byte);
+}
+
+int star_locate_record(struct star *st, struct nv_stream *s, bool by_seq, uint64_t pos,
+		       uint64_t *seq, uint64_t *byte)
+{
+	return read_locate_record(st->re, s, by_seq, pos, seq, byte);
 }
 
 /* ------------------------------------------------------------ layout */

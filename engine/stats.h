@@ -33,6 +33,7 @@
 	X(chunk_fetches)      /* chunk extents fetched */                  \
 	X(read_cache_hits)    /* chunks found decoded in the read cache */ \
 	X(prefetches)         /* chunk extents fetched ahead */            \
+	X(ref_lookups)        /* ref reads of the read path (metastore) */ \
 	X(corrupt_objects)    /* bundles that failed verification */       \
 	X(recovered_slots)    /* slots absorbed by recovery walks */       \
 	X(settle_jobs)        /* eras settled (group settle jobs) */      \
@@ -50,8 +51,17 @@
 	X(settle_chains_failing)  /* gauge: chains backing off after a    \
 				   * failed era */                        \
 	X(settle_backoff_ms)  /* gauge: the longest of their backoffs, ms */\
+	X(settle_duty)        /* gauge: 1 while this star holds the settle \
+				 duty (engine/duty.h) */                    \
+	X(demand_settles)     /* predecessor epochs settled on demand by a \
+				 take (engine/runner.h) */                  \
 	X(wakes)              /* parked readers woken by an edge */      \
-	X(parked_readers)     /* gauge: follow-view reads parked now */
+	X(plans)              /* read plans answered (engine/plan.h) */  \
+	X(plan_entries)       /* settled objects those plans vended */   \
+	X(parked_readers)     /* gauge: follow-view reads parked now */ \
+	X(subscriptions)      /* gauge: star-API subscriptions open now  \
+			       * (api/subscribe.c) */                   \
+	X(subscribes)         /* star-API subscriptions opened */
 
 struct nv_stats {
 #define NV_STATS_DECL(name) _Atomic uint64_t name;

@@ -436,3 +436,79 @@ int stream_reload(struct kv *kv, struct nv_stream *s)
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
+
+bool stream_catch_up(struct nv_stream *s, uint64_t end_seq, uint64_t end_byte,
+		     uint64_t max_ts)
+{
+	bool grew = false;
+
+	if (end_seq > s->next_seq)
+		s->next_seq = end_seq;
+	if (end_byte > atomic_load(&s->next_byte))
+		atomic_store(&s->next_byte, end_byte);
+	if (max_ts > s->last_ts)
+		s->last_ts = max_ts;
+	pthread_mutex_lock(&s->lock);
+	/* acked first, then the frontier: frontier <= acked at every load. */
+	if (end_byte > atomic_load(&s->acked_byte)) {
+		atomic_store(&s->acked_seq, end_seq);
+		atomic_store(&s->acked_byte, end_byte);
+		grew = true;
+	}
+	if (end_byte > atomic_load(&s->frontier_byte)) {
+		atomic_store(&s->frontier_seq, end_seq);
+		atomic_store(&s->frontier_byte, end_byte);
+		stream_pend_pop_below(s, end_seq);
+	}
+	if (grew && max_ts > atomic_load(&s->mtime_ns))
+		atomic_store(&s->mtime_ns, max_ts);
+	pthread_mutex_unlock(&s->lock);
+	return grew;
+}
+
+/* v capped at cap (a position never past the end it may not pass). */
+static uint64_t at_most(uint64_t v, uint64_t cap)
+{
+	return v < cap ? v : cap;
+}
+
+bool stream_trim_up(struct nv_stream *s, uint64_t seq, uint64_t byte, uint64_t *old_byte)
+{
+	uint64_t cur_seq, cur_byte;
+	bool moved = false;
+
+	pthread_mutex_lock(&s->lock);
+	cur_seq = atomic_load(&s->trim_seq);
+	cur_byte = atomic_load(&s->trim_byte);
+	/* Each field on its own: (seq, byte) and the current trim are both
+	 * a record and its first byte, and so is the acked end, so the
+	 * greater of each pair is one too. */
+	seq = at_most(seq, atomic_load(&s->acked_seq));
+	byte = at_most(byte, stream_acked_byte(s));
+	if (seq > cur_seq) {
+		atomic_store(&s->trim_seq, seq);
+		moved = true;
+	}
+	if (byte > cur_byte) {
+		atomic_store(&s->trim_byte, byte);
+		moved = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (old_byte)
+		*old_byte = cur_byte;
+	return moved;
+}
+
+bool stream_settled_up(struct nv_stream *s, uint64_t seq, uint64_t byte)
+{
+	bool moved = false;
+
+	pthread_mutex_lock(&s->lock);
+	if (seq > atomic_load(&s->settled_seq)) {
+		atomic_store(&s->settled_seq, seq);
+		atomic_store(&s->settled_byte, byte);
+		moved = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return moved;
+}

@@ -192,6 +192,32 @@ int stream_pend_push(struct nv_stream *s, const struct stream_pend *p)
  * chain admission lock, or no chain of the class runs).  0, kv error.
  */
 int stream_reload(struct kv *kv, struct nv_stream *s) __attribute__((warn_unused_result));
+/*
+ * Raise s's positions to a committed end (its last ref's end_seq,
+ * end_byte and max_ts), never lowering one: the view of a stream this
+ * star does not lead, which another star's refs (the settle duty's, a
+ * dead leader's successor's) moved on (engine/starview.c).  On a stream
+ * this star leads it changes nothing (its acked end is at or past its
+ * refs').  The caller holds the class's chain admission lock, as for
+ * stream_reload().  true when the acked end moved (the caller closes the
+ * wake).
+ */
+bool stream_catch_up(struct nv_stream *s, uint64_t end_seq, uint64_t end_byte,
+		     uint64_t max_ts);
+/*
+ * Raise s's trim point to (seq, byte), each never lowered and never past
+ * the acked end (stream.h invariant 1: trim passes the frontier only as
+ * far as acked): the view of a stream another star trimmed
+ * (engine/starview.c).  Takes s->lock.  true when it moved; *old_byte
+ * (may be NULL) gets the trim byte before.
+ */
+bool stream_trim_up(struct nv_stream *s, uint64_t seq, uint64_t byte, uint64_t *old_byte);
+/* Raise s's settled end to (seq, byte), never lowered: what a settle on
+ * this star (engine/star.c) or another one (engine/starview.c)
+ * committed.  The caller read it before the refs' end it raised s's
+ * frontier to, so settled <= frontier holds.  Takes s->lock.  true when
+ * it moved. */
+bool stream_settled_up(struct nv_stream *s, uint64_t seq, uint64_t byte);
 /* Pop runs whose seqs all lie below end_seq (lock held). */
 void stream_pend_pop_below(struct nv_stream *s, uint64_t end_seq);
 /* Find the run holding byte (lock held): 0 and *out, or -ENOENT. */

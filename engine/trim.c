@@ -9,11 +9,13 @@
 #include "engine/chain.h"
 #include "meta/cursors.h"
 #include "meta/keys.h"
+#include "meta/leases.h"
 #include "meta/markers.h"
 #include "meta/refs.h"
 #include "meta/streams.h"
 #include "src/base/failpoint.h"
 #include "src/base/log.h"
+#include "src/base/testable.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -172,10 +174,18 @@ int trim_chain(const struct trim_cfg *cfg, unsigned cls, const char *star, uint6
 		changed = 1;
 	}
 	if (c.state == CHAIN_SETTLED && cur.trimmed == c.cut) {
+		uint64_t head = 0;
 		int any = 0;
 
+		/* Only below the star's mint head: its head may still be its
+		 * live chain, fenced by a take's recovery it has not heard of
+		 * (the star was between losing and renewing its registry
+		 * lease); the fence is all that stops it from acking there,
+		 * so it stays until the star mints a later epoch. */
 		rc = meta_marker_list(cfg->kv, cls, star, epoch, any_marker, &any);
-		if (!rc && !any) {
+		if (!rc && !any)
+			rc = meta_mint_head(cfg->kv, cls, star, &head);
+		if (!rc && !any && epoch < head) {
 			rc = retire_chain(cfg, &c, cver, curver);
 			changed = 1;
 		}
@@ -291,62 +301,101 @@ static void ripen_deleted(const struct stream_rc *a, uint64_t id)
 		       (unsigned long long)id, ripened);
 }
 
+/* Objects a split step queues: with its compare, delete and put it stays
+ * within KV_TXN_SAFE_OPS. */
+#define SPLIT_STEP_OBJS (KV_TXN_SAFE_OPS - 24)
+
+/*
+ * Re-key catalog row r (read at version rver) of stream id at the first
+ * object not wholly below trim_seq, queueing the objects below for
+ * deletion after the grace.  Each step compares the row's version: a
+ * settle on the stream's leader (any star) may have extended the row
+ * meanwhile, and rewriting the old copy would drop its new objects.  A
+ * step drops at most SPLIT_STEP_OBJS objects (one transaction: the row
+ * re-keyed and their reclaim rows, cursors.h invariant 2), so a row of
+ * many objects below the trim point goes in several steps, each leaving
+ * a valid row.  1 (split), 0 (nothing to split), -ECANCELED (the row
+ * moved: the next pass reads it again), kv error.
+ */
+NOVA_TESTABLE int trim_split_commit(const struct trim_cfg *cfg, uint64_t now, uint64_t id,
+				    uint64_t trim_seq, const struct meta_ref *r, uint64_t rver)
+{
+	uint64_t at_seq = r->first_seq, at_byte = r->first_byte, ver = rver;
+	uint32_t k = 0, done = 0;
+	int rc = 0;
+
+	if (r->kind == META_REF_CATALOG)
+		while (k < r->nobjs && meta_ref_obj_end_seq(r, k) <= trim_seq)
+			k++;
+	if (r->kind != META_REF_CATALOG || k == 0 || k == r->nobjs)
+		return 0;
+	while (!rc && done < k) {
+		uint32_t step = k - done < SPLIT_STEP_OBJS ? k - done : SPLIT_STEP_OBJS;
+		struct meta_ref keep = *r;
+		struct kv_txn *t;
+
+		keep.objs = NULL;
+		keep.nobjs = keep.objs_cap = 0;
+		keep.slots = NULL;
+		keep.nslots = keep.slots_cap = 0;
+		keep.first_seq = r->objs[done + step].first_seq;
+		keep.first_byte = r->objs[done + step].first_byte;
+		for (uint32_t i = done + step; !rc && i < r->nobjs; i++)
+			rc = meta_ref_add_obj(&keep, &r->objs[i]);
+		t = rc ? NULL : kv_txn_new();
+		if (!rc && !t)
+			rc = -ENOMEM;
+		if (!rc)
+			rc = meta_ref_txn_cmp_ver(t, id, at_seq, ver);
+		if (!rc)
+			rc = meta_ref_txn_del(t, id, at_seq, at_byte);
+		if (!rc)
+			rc = meta_ref_txn_put(t, &keep);
+		for (uint32_t i = done; !rc && i < done + step; i++) {
+			char key[META_SETTLED_KEY_MAX];
+
+			meta_settled_key(key, sizeof(key), r->bucket, id, r->objs[i].epoch,
+					 r->objs[i].first_seq, r->objs[i].rev);
+			rc = meta_reclaim_txn_add(t, now + cfg->read_grace_ns, key);
+		}
+		if (!rc)
+			rc = kv_txn_commit(cfg->kv, t, &ver); /* the new row's version */
+		kv_txn_free(t);
+		meta_ref_clear(&keep);
+		at_seq = r->objs[done + step].first_seq;
+		at_byte = r->objs[done + step].first_byte;
+		done += step;
+	}
+	return rc ? rc : 1;
+}
+
 /* The catalog row holding the trim point: objects wholly below it go,
  * the row is re-keyed at the first object it keeps (one transaction; a
  * read at or past the trim point finds the new row by its floor). */
 static int split_straddling(struct stream_rc *a, uint64_t id)
 {
-	struct meta_ref r, keep;
-	struct kv_txn *t;
-	uint32_t k = 0;
+	struct meta_ref r;
+	uint64_t first, rver = 0;
 	int rc;
 
 	if (a->s.trim_seq == 0)
 		return 0;
 	meta_ref_init(&r);
-	meta_ref_init(&keep);
 	rc = meta_ref_floor_seq(a->cfg->kv, id, a->s.trim_seq, &r);
-	if (rc) {
+	first = r.first_seq;
+	if (!rc && r.kind == META_REF_CATALOG) { /* again, with its version */
 		meta_ref_clear(&r);
-		return rc == -ENOENT ? 0 : rc;
-	}
-	if (r.kind == META_REF_CATALOG)
-		while (k < r.nobjs && meta_ref_obj_end_seq(&r, k) <= a->s.trim_seq)
-			k++;
-	if (r.kind != META_REF_CATALOG || k == 0 || k == r.nobjs) {
-		meta_ref_clear(&r);
-		return 0;
-	}
-	keep = r;
-	keep.objs = NULL;
-	keep.nobjs = keep.objs_cap = 0;
-	keep.slots = NULL;
-	keep.first_seq = r.objs[k].first_seq;
-	keep.first_byte = r.objs[k].first_byte;
-	for (uint32_t i = k; !rc && i < r.nobjs; i++)
-		rc = meta_ref_add_obj(&keep, &r.objs[i]);
-	t = rc ? NULL : kv_txn_new();
-	if (!rc && !t)
-		rc = -ENOMEM;
-	if (!rc)
-		rc = meta_ref_txn_del(t, id, r.first_seq, r.first_byte);
-	if (!rc)
-		rc = meta_ref_txn_put(t, &keep);
-	for (uint32_t i = 0; !rc && i < k; i++) {
-		char key[META_SETTLED_KEY_MAX];
-
-		meta_settled_key(key, sizeof(key), r.bucket, id, r.objs[i].epoch,
-				 r.objs[i].first_seq, r.objs[i].rev);
-		rc = meta_reclaim_txn_add(t, a->now + a->cfg->read_grace_ns, key);
+		meta_ref_init(&r);
+		rc = meta_ref_get(a->cfg->kv, id, first, &r, &rver);
 	}
 	if (!rc)
-		rc = kv_txn_commit(a->cfg->kv, t, NULL);
-	kv_txn_free(t);
-	meta_ref_clear(&keep);
+		rc = trim_split_commit(a->cfg, a->now, id, a->s.trim_seq, &r, rver);
 	meta_ref_clear(&r);
-	if (!rc)
+	if (rc == 1) {
 		a->done++;
-	return rc;
+		rc = 0;
+	}
+	return rc == -ENOENT ? 0 : rc;
 }
 
 static int reclaim_stream(void *arg, uint64_t id)
@@ -401,6 +450,8 @@ static int reclaim_stream(void *arg, uint64_t id)
 	}
 	if (!rc && !deleted)
 		rc = split_straddling(a, id);
+	if (!rc && deleted) /* its writer lease rows (meta/leases.h "Reclaim") */
+		rc = meta_lease_reclaim(a->cfg->kv, id);
 	if (rc)
 		return rc;
 	if (deleted)

@@ -45,6 +45,12 @@
  *  3. A parked fsync/flush is answered exactly once, when pending is 0,
  *     and never before every append the handle admitted before it has
  *     been acked or failed.
+ *  4. Every handle is on its mount's files list from open to its free
+ *     (fs->files_lock, taken after no other lock).  A handle the kernel
+ *     never released (the daemon stopped with the file open: SIGTERM, a
+ *     lost connection) loses its own reference at nova_fs_shutdown(),
+ *     after the session loop and before the star closes
+ *     (fs_file_release_all()), so nothing is left at exit.
  */
 #include "config.h"
 #include "fs/file.h"
@@ -93,6 +99,9 @@ struct fs_file {
 	unsigned pending;         /* lock: durable=fsync appends not yet acked */
 	int err;                  /* lock: first failed ack not yet reported (-errno) */
 	struct file_waiter *waiters; /* lock */
+	struct nova_fs *fs;       /* the mount: its files list (invariant 4) */
+	struct fs_file *prev, *next; /* fs->files_lock */
+	bool released;            /* fs->files_lock: the handle's own reference dropped */
 };
 
 int fs_file_open_node(struct nova_fs *fs, struct fs_node *n, struct fuse_file_info *fi)
@@ -121,23 +130,68 @@ int fs_file_open_node(struct nova_fs *fs, struct fs_node *n, struct fuse_file_in
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->direct_io = f->direct;
 	fi->keep_cache = !f->direct; /* bytes below st_size never change */
+	f->fs = fs;
+	pthread_mutex_lock(&fs->files_lock);
+	f->next = fs->files;
+	if (fs->files)
+		fs->files->prev = f;
+	fs->files = f;
+	pthread_mutex_unlock(&fs->files_lock);
 	return 0;
 }
 
 static void file_put(struct fs_file *f)
 {
+	struct nova_fs *fs = f->fs;
+
 	if (atomic_fetch_sub(&f->refs, 1) != 1)
 		return;
 	assert(!f->pending && !f->waiters);
+	pthread_mutex_lock(&fs->files_lock);
+	if (f->prev)
+		f->prev->next = f->next;
+	else
+		fs->files = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	pthread_mutex_unlock(&fs->files_lock);
 	reader_free(f->reader);
 	stream_put(f->stream);
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 }
 
+/* The handle's own reference, once (release, or fs_file_release_all()). */
+static void file_release(struct fs_file *f)
+{
+	bool was;
+
+	pthread_mutex_lock(&f->fs->files_lock);
+	was = f->released;
+	f->released = true;
+	pthread_mutex_unlock(&f->fs->files_lock);
+	if (!was)
+		file_put(f);
+}
+
 void fs_file_discard(struct fuse_file_info *fi)
 {
-	file_put((struct fs_file *)(uintptr_t)fi->fh);
+	file_release((struct fs_file *)(uintptr_t)fi->fh);
+}
+
+void fs_file_release_all(struct nova_fs *fs)
+{
+	for (;;) {
+		struct fs_file *f;
+
+		pthread_mutex_lock(&fs->files_lock);
+		for (f = fs->files; f && f->released; f = f->next)
+			;
+		pthread_mutex_unlock(&fs->files_lock);
+		if (!f)
+			return;
+		file_release(f); /* pending acks keep theirs: freed at the last */
+	}
 }
 
 void fs_file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -473,6 +527,15 @@ void fs_file_acked(struct nova_fs *fs, struct nv_stream *s, uint64_t old_byte,
 	fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_BASE + s->id, (off_t)page, 4096);
 }
 
+void fs_file_trimmed(struct nova_fs *fs, struct nv_stream *s, uint64_t old_byte,
+		     uint64_t new_byte)
+{
+	/* As after this star's own trim (fs_file_fallocate(), the setxattr
+	 * of user.nova.trim): the trimmed range's cached pages go. */
+	if (fs->se && new_byte > old_byte)
+		fuse_lowlevel_notify_inval_inode(fs->se, FS_INO_BASE + s->id, 0, (off_t)new_byte);
+}
+
 /* ------------------------------------------------------------ holes, poll */
 
 /* Trim is a hole punch at the head (DESIGN.md 5): FALLOC_FL_PUNCH_HOLE |
@@ -502,7 +565,7 @@ void fs_file_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_
 		return;
 	}
 	end = (uint64_t)off + (uint64_t)len;
-	rc = star_stream_trim_bytes(fs->star, n->stream, end, &old);
+	rc = fs_remote_trim(fs, n->stream, false, end, &old); /* at the leader (remote.h 7) */
 	if (!rc && fs->se && end > old)
 		/* Cached pages of the trimmed range now read as zeros. */
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, (off_t)end);

@@ -34,6 +34,10 @@ int fs_file_open_node(struct nova_fs *fs, struct fs_node *n, struct fuse_file_in
  * reply the kernel never got). */
 void fs_file_discard(struct fuse_file_info *fi);
 
+/* Drop the own reference of every handle the kernel never released
+ * (file.c invariant 4): after the session loop, before the star closes. */
+void fs_file_release_all(struct nova_fs *fs);
+
 void fs_file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		  struct fuse_file_info *fi);
@@ -55,5 +59,11 @@ void fs_file_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
  * every page up to new_byte (fs/file.c). */
 void fs_file_acked(struct nova_fs *fs, struct nv_stream *s, uint64_t old_byte,
 		   uint64_t new_byte);
+/* Another star's trim of s moved this star's view of its trim point
+ * from old_byte to new_byte (s borrowed): the pages the kernel cached
+ * below new_byte are invalidated, so they read as zeros (fs.h
+ * invariant 2). */
+void fs_file_trimmed(struct nova_fs *fs, struct nv_stream *s, uint64_t old_byte,
+		     uint64_t new_byte);
 
 #endif

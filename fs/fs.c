@@ -124,6 +124,7 @@ int nova_fs_new(const struct fs_cfg *cfg, struct nova_fs **out)
 		return -ENOMEM;
 	}
 	pthread_key_create(&fs->bufkey, free);
+	pthread_mutex_init(&fs->files_lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &fs->started);
 	*out = fs;
 	return 0;
@@ -158,6 +159,11 @@ void nova_fs_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t n
 	fs_file_acked(arg, s, old_byte, new_byte);
 }
 
+void nova_fs_trimmed(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte)
+{
+	fs_file_trimmed(arg, s, old_byte, new_byte);
+}
+
 uint64_t nova_fs_quiesce(struct nova_fs *fs)
 {
 	follow_quiesce(fs->follow);
@@ -167,6 +173,7 @@ uint64_t nova_fs_quiesce(struct nova_fs *fs)
 void nova_fs_shutdown(struct nova_fs *fs)
 {
 	follow_shutdown(fs->follow);
+	fs_file_release_all(fs);
 	fs_nodes_clear(&fs->nodes);
 }
 
@@ -179,6 +186,7 @@ void nova_fs_free(struct nova_fs *fs)
 	free(pthread_getspecific(fs->bufkey));
 	pthread_setspecific(fs->bufkey, NULL);
 	pthread_key_delete(fs->bufkey);
+	pthread_mutex_destroy(&fs->files_lock);
 	free(fs->data_dir);
 	free(fs);
 }

@@ -26,7 +26,10 @@
  *  2. st_size is the stream's acked length.  Bytes below it never
  *     change, so the page cache may keep them; when an append moves the
  *     end of a stream whose last partial page a reader may have cached,
- *     that page is invalidated before the writer is answered.
+ *     that page is invalidated before the writer is answered.  A trim
+ *     turns bytes below it into zeros: its pages are invalidated, by the
+ *     star that trims and by every star whose view learns of it
+ *     (fs_file_trimmed()).
  *  3. Anything but an append (writes elsewhere, truncation of a non-empty
  *     stream, link, symlink) is refused with EPERM; a rename is one of a
  *     stream within its bucket, anything else is EXDEV (fs/ns.c).
@@ -70,6 +73,9 @@ const struct fuse_lowlevel_ops *nova_fs_ops(void);
 /* The star's ack hook (star_cfg.acked); arg is the nova_fs, s borrowed
  * for the call (fs/file.c keeps invariant 2 here). */
 void nova_fs_acked(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
+/* The star's hook for a trim another star made (star_cfg.trimmed); arg
+ * is the nova_fs, s borrowed for the call (fs/file.c fs_file_trimmed()). */
+void nova_fs_trimmed(void *arg, struct nv_stream *s, uint64_t old_byte, uint64_t new_byte);
 
 /* Once the session loop has ended, before the engine closes: answer the
  * follow view's parked reads and drop every node (and its stream

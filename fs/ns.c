@@ -98,6 +98,33 @@ static mode_t follow_mode(mode_t mode)
 	return (mode & S_IFMT) | (mode & 0555);
 }
 
+/* st_size of stream s whose local view is local: the holder's end when
+ * another star leads s (fs/remote.h invariant 3).  When that end is
+ * past ours, a page this star cached at its own end (read while it led
+ * s) holds zeros past it: invalidated here, before the reply, so the
+ * kernel drops these attributes too and re-asks at the next read
+ * instead of serving the zeros (fs/file.c fs_file_acked()). */
+static uint64_t holder_size(struct nova_fs *fs, struct nv_stream *s, uint64_t local)
+{
+	uint64_t end = fs_remote_size(fs, s, local);
+
+	if (end > local)
+		fs_file_acked(fs, s, local, end);
+	return end;
+}
+
+/* Stream s as getattr and lookup answer it: the holder's size first
+ * (holder_size(), which may raise this star's view: its end, its trim
+ * point), then the rest from the view, so st_blocks counts from the
+ * trim point the view has now. */
+static void stat_stream_sized(struct nova_fs *fs, struct nv_stream *s, struct stat *st)
+{
+	uint64_t end = holder_size(fs, s, stream_acked_byte(s));
+
+	stat_stream(s, st);
+	st->st_size = (off_t)end;
+}
+
 static int node_stat(struct nova_fs *fs, struct fs_node *n, struct stat *st)
 {
 	struct meta_bucket b;
@@ -114,9 +141,7 @@ static int node_stat(struct nova_fs *fs, struct fs_node *n, struct stat *st)
 		stat_bucket(n->ino, &b, st);
 		return 0;
 	case FS_NODE_STREAM:
-		stat_stream(n->stream, st);
-		/* Led elsewhere: the holder's end (fs/remote.h invariant 3). */
-		st->st_size = (off_t)fs_remote_size(fs, n->stream, (uint64_t)st->st_size);
+		stat_stream_sized(fs, n->stream, st);
 		return 0;
 	case FS_NODE_FOLLOW_ROOT:
 		stat_root(fs, st);
@@ -255,10 +280,9 @@ void fs_ns_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			fuse_reply_err(req, nova_fs_errno(rc));
 			return;
 		}
-		stat_stream(s, &st);
 		/* As getattr: the kernel takes the entry's attributes as its
 		 * cache, so a lookup too says the holder's end. */
-		st.st_size = (off_t)fs_remote_size(fs, s, (uint64_t)st.st_size);
+		stat_stream_sized(fs, s, &st);
 		if (!fs_node_remember(&fs->nodes, FS_INO_BASE + s->id, FS_NODE_STREAM, p->bucket,
 				      s)) {
 			fuse_reply_err(req, ENOMEM);
@@ -441,7 +465,7 @@ void fs_ns_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	rc = star_stream_lookup(fs->star, p->bucket, name, &s);
 	if (!rc) {
-		rc = star_stream_delete(fs->star, s);
+		rc = fs_remote_unlink(fs, s); /* at its leader when another star leads it */
 		stream_put(s);
 	}
 	fuse_reply_err(req, nova_fs_errno(rc));
@@ -485,8 +509,8 @@ void fs_ns_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 strcmp(p->bucket, np->bucket))
 		rc = -EXDEV;
 	else
-		rc = star_stream_rename(fs->star, p->bucket, name, newname,
-					flags & RENAME_NOREPLACE);
+		rc = fs_remote_rename(fs, p->bucket, name, newname, /* a replaced stream */
+				      flags & RENAME_NOREPLACE);       /* at its leader */
 	if (rc && rc != -EXDEV)
 		nv_log(NV_DEBUG, NV_SUB_FS, "rename of %s to %s refused: %s", name, newname,
 		       strerror(-rc));
@@ -758,7 +782,16 @@ static int xattr_target(struct fs_node *n, struct fs_xattr_target *t)
 		  : n->kind == FS_NODE_FOLLOW_ROOT ? FS_NODE_ROOT : n->kind;
 	t->bucket = n->bucket;
 	t->stream = n->stream;
+	t->client = NULL;
+	t->trim = NULL;
+	t->trim_arg = NULL;
 	return 0;
+}
+
+/* user.nova.trim: at the stream's leader (fs/remote.h invariant 7). */
+static int xattr_trim(void *arg, struct nv_stream *s, uint64_t seq)
+{
+	return fs_remote_trim(arg, s, true, seq, NULL);
 }
 
 static void reply_value(fuse_req_t req, size_t size, const struct nv_buf *v)
@@ -826,6 +859,9 @@ void fs_ns_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	}
 	xattr_target(n, &t);
 	t.durable_default = fs->durable;
+	t.client = fs->client; /* user.nova.leader asks the holder through it */
+	t.trim = xattr_trim;
+	t.trim_arg = fs;
 	/* Administration needs write permission on the node (fs/perm.h). */
 	rc = node_stat(fs, n, &st);
 	if (!rc)

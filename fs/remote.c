@@ -2,9 +2,21 @@
  * remote.c - see remote.h: the mount's side of NOT_OWNER.
  *
  * For: finding the holder (star_leader(), star_lead_check()) and calling
- * the cluster client, the errno translation of remote.h invariant 2, and
- * the holder's view of a stream led elsewhere (invariant 3).  Not for: HTTP
+ * the cluster client, the errno translation of remote.h invariant 2, the
+ * holder's view of a stream led elsewhere (invariant 3), an unlink
+ * at the holder (invariant 4), also of a stream a rename replaces, and a
+ * trim at the holder (invariant 7).  Not for: HTTP
  * (api/client.c) or the redial rule (api/client.h invariants 1-2).
+ *
+ * Every call names s by its id too (api/client.h invariant 5), so the
+ * holder never serves it from another stream under s's name.  One call,
+ * as each function below makes it:
+ *
+ *   call(s->name, s->id) --ok / other error--> done
+ *        --ESTALE (not s under that name) / ENOENT--> fs_remote_name_now():
+ *              deleted (its row): marked here, -ENOENT (one log line)
+ *              renamed (or ESTALE): call(name now, s->id), once --> done
+ *              ENOENT and not renamed: -ENOENT
  *
  * Locking: none of its own; the client has its own pool lock.
  *
@@ -14,6 +26,7 @@
 #include "fs/remote.h"
 #include "api/client.h"
 #include "engine/lease.h"
+#include "engine/star.h"
 #include "fs/session.h"
 #include "src/base/log.h"
 
@@ -36,6 +49,7 @@ static int remote_errno(const struct nv_stream *s, const struct lease_holder *h,
 	case -ETIMEDOUT:
 		break;
 	case -STAR_ENOTOWNER:
+	case -ESTALE: /* moved again after the one call under its name now */
 		rc = -EAGAIN;
 		break;
 	default:
@@ -48,6 +62,29 @@ static int remote_errno(const struct nv_stream *s, const struct lease_holder *h,
 				   h->star, h->addr[0] ? h->addr : "no star API",
 				   (unsigned long long)h->epoch, strerror(-rc));
 	return rc;
+}
+
+int fs_remote_name_now(struct star *st, struct nv_stream *s, const char *by,
+		       const char *asked, int rc, char *buf, size_t size)
+{
+	int now;
+
+	if (rc != -ESTALE && rc != -ENOENT)
+		return rc;
+	now = st ? star_stream_name(st, s, buf, size) : -EOPNOTSUPP;
+	if (now == -ENOENT) /* deleted: marked here (followers end), logged once */
+		return star_stream_gone(st, s, by);
+	if (now) {
+		nv_log(NV_DEBUG, NV_SUB_FS, "stream %s/%s (%llu): its leader %s has it under "
+		       "another name or none, and the metastore cannot say which: %s", s->bucket,
+		       asked, (unsigned long long)s->id, by, strerror(-now));
+		return rc == -ESTALE ? -EAGAIN : rc;
+	}
+	if (rc == -ENOENT && !strcmp(buf, asked))
+		return rc; /* not renamed: the holder's ENOENT stands */
+	nv_log(NV_DEBUG, NV_SUB_FS, "stream %s/%s (%llu) is %s/%s now: asking its leader %s again",
+	       s->bucket, asked, (unsigned long long)s->id, s->bucket, buf, by);
+	return 0;
 }
 
 /* The holder of s: 0 and *h, or the errno for the user. */
@@ -72,11 +109,22 @@ static int holder_of(struct nova_fs *fs, struct nv_stream *s, struct lease_holde
 int fs_remote_append(struct nova_fs *fs, struct nv_stream *s, const void *buf, size_t size)
 {
 	struct lease_holder h;
+	char now[NV_STREAM_NAME_MAX + 1];
 	int rc = holder_of(fs, s, &h, "append");
 
 	if (rc)
 		return rc;
-	rc = api_client_append(fs->client, &h, s->bucket, s->name, buf, size, NULL);
+	rc = api_client_append(fs->client, &h, s->bucket, s->name, s->id, buf, size, NULL);
+	/* ESTALE, ENOENT: nothing appended there, so sending it again (to
+	 * the stream of s->id alone) is safe. */
+	if (rc == -ESTALE || rc == -ENOENT) {
+		rc = fs_remote_name_now(fs->star, s, h.star, s->name, rc, now, sizeof(now));
+		if (rc == -ENOENT)
+			return rc; /* deleted, or no such stream there: logged */
+		if (rc == 0)
+			rc = api_client_append(fs->client, &h, s->bucket, now, s->id, buf, size,
+					       NULL);
+	}
 	return remote_errno(s, &h, "append", rc);
 }
 
@@ -84,6 +132,8 @@ int fs_remote_read(struct nova_fs *fs, struct nv_stream *s, uint64_t off, void *
 		   size_t size, size_t *done)
 {
 	struct lease_holder h;
+	char now[NV_STREAM_NAME_MAX + 1];
+	const char *nm = s->name;
 	int rc = holder_of(fs, s, &h, "read");
 	uint8_t *dst = buf;
 
@@ -93,8 +143,15 @@ int fs_remote_read(struct nova_fs *fs, struct nv_stream *s, uint64_t off, void *
 	while (*done < size) {
 		size_t got = 0;
 
-		rc = api_client_read(fs->client, &h, s->bucket, s->name, off + *done, dst + *done,
+		rc = api_client_read(fs->client, &h, s->bucket, nm, s->id, off + *done, dst + *done,
 				     size - *done, &got);
+		if ((rc == -ESTALE || rc == -ENOENT) && nm == s->name) {
+			rc = fs_remote_name_now(fs->star, s, h.star, s->name, rc, now, sizeof(now));
+			if (rc == 0) {
+				nm = now; /* once: nm is s->name no more */
+				continue;
+			}
+		}
 		if (rc || got == 0)
 			break;
 		*done += got;
@@ -102,52 +159,207 @@ int fs_remote_read(struct nova_fs *fs, struct nv_stream *s, uint64_t off, void *
 	return remote_errno(s, &h, "read", rc);
 }
 
-/* Another star leads s and the client can ask it: 0 and *h. */
-static int elsewhere(struct nova_fs *fs, struct nv_stream *s, struct lease_holder *h)
+/* Another star leads s and the client can ask it: 0 and *h.  Vacant:
+ * -ENOENT, after this star's view was raised to the refs' end when
+ * refresh (remote.h invariant 5; never in a read: star_view_refresh()'s
+ * hook invalidates the page a read in flight holds locked). */
+static int elsewhere(struct nova_fs *fs, struct nv_stream *s, struct lease_holder *h,
+		     bool refresh)
 {
+	int rc;
+
 	if (!fs->client || !fs->star)
 		return -ENOENT;
-	return star_lead_check(fs->star, s, h) == -STAR_ENOTOWNER ? 0 : -ENOENT;
+	rc = star_lead_check(fs->star, s, h);
+	if (rc == -ENOENT && refresh) /* failed: the view stands */
+		(void)star_view_refresh(fs->star, s, STAR_VIEW_READ);
+	return rc == -STAR_ENOTOWNER ? 0 : -ENOENT;
 }
 
 bool fs_remote_elsewhere(struct nova_fs *fs, struct nv_stream *s)
 {
 	struct lease_holder h;
 
-	return elsewhere(fs, s, &h) == 0;
+	return elsewhere(fs, s, &h, false) == 0;
+}
+
+int fs_remote_unlink(struct nova_fs *fs, struct nv_stream *s)
+{
+	struct lease_holder h;
+	char now[NV_STREAM_NAME_MAX + 1];
+	int rc;
+
+	if (elsewhere(fs, s, &h, false))
+		return star_stream_delete(fs->star, s); /* ours, vacant, or nobody to ask */
+	rc = api_client_delete(fs->client, &h, s->bucket, s->name, s->id);
+	if (rc == -ESTALE || rc == -ENOENT) {
+		rc = fs_remote_name_now(fs->star, s, h.star, s->name, rc, now, sizeof(now));
+		if (rc == 0)
+			rc = api_client_delete(fs->client, &h, s->bucket, now, s->id);
+	}
+	if (rc == 0 || rc == -ENOENT) {
+		(void)star_stream_gone(fs->star, s, h.star); /* -ENOENT: marked here */
+		return rc;
+	}
+	if (rc != -EHOSTUNREACH)
+		return remote_errno(s, &h, "unlink", rc);
+	nv_log(NV_WARN, NV_SUB_FS, "unlink of %s/%s: its leader %s (%s) cannot be reached: "
+	       "deleted here; %s may ack appends to it until it loses the lease", s->bucket,
+	       s->name, h.star, h.addr[0] ? h.addr : "no star API", h.star);
+	return star_stream_delete(fs->star, s);
+}
+
+/* A trim of s here: star_stream_trim_seq() or star_stream_trim_bytes(). */
+static int trim_here(struct nova_fs *fs, struct nv_stream *s, bool by_seq, uint64_t pos,
+		     uint64_t *old_byte)
+{
+	return by_seq ? star_stream_trim_seq(fs->star, s, pos, old_byte)
+		      : star_stream_trim_bytes(fs->star, s, pos, old_byte);
+}
+
+int fs_remote_trim(struct nova_fs *fs, struct nv_stream *s, bool by_seq, uint64_t pos,
+		   uint64_t *old_byte)
+{
+	uint64_t was = atomic_load(&s->trim_byte), seq = 0, byte = 0;
+	struct lease_holder h;
+	char now[NV_STREAM_NAME_MAX + 1];
+	int rc;
+
+	if (elsewhere(fs, s, &h, false))
+		return trim_here(fs, s, by_seq, pos, old_byte); /* ours, vacant, or nobody to ask */
+	rc = api_client_trim(fs->client, &h, s->bucket, s->name, s->id, by_seq, pos, &seq, &byte);
+	if (rc == -ESTALE || rc == -ENOENT) {
+		rc = fs_remote_name_now(fs->star, s, h.star, s->name, rc, now, sizeof(now));
+		if (rc == 0)
+			rc = api_client_trim(fs->client, &h, s->bucket, now, s->id, by_seq, pos,
+					     &seq, &byte);
+	}
+	if (rc == 0) {
+		(void)star_view_trim(fs->star, s, seq, byte); /* getfattr here says it at once */
+		if (old_byte)
+			*old_byte = was;
+		return 0;
+	}
+	if (rc == -EINVAL)
+		return rc; /* never backwards, or past the end: as a trim here */
+	if (rc != -EHOSTUNREACH)
+		return remote_errno(s, &h, "trim", rc);
+	nv_log(NV_WARN, NV_SUB_FS, "trim of %s/%s: its leader %s (%s) cannot be reached: "
+	       "trimmed here; %s may serve the trimmed bytes until it loses the lease",
+	       s->bucket, s->name, h.star, h.addr[0] ? h.addr : "no star API", h.star);
+	return trim_here(fs, s, by_seq, pos, old_byte);
+}
+
+/* The stream `to` that a rename over it replaces (dst, led by h->star):
+ * deleted at its leader, as an unlink is (invariant 4), by its id too:
+ * when `to` names another stream there by now (dst itself renamed away
+ * meanwhile), nothing is deleted there, and the rename is not done
+ * (-EAGAIN; dst, wherever it is, is not the target any more).  0 when the
+ * rename may go on, or the errno for the user (nothing renamed). */
+static int replace_at(struct nova_fs *fs, struct nv_stream *dst, const struct lease_holder *h,
+		      const char *from, const char *to)
+{
+	char now[NV_STREAM_NAME_MAX + 1];
+	int rc = api_client_delete(fs->client, h, dst->bucket, to, dst->id); /* dst->name: at load */
+
+	if (rc == -ESTALE) /* deleted meanwhile (-ENOENT, marked here), or moved */
+		rc = fs_remote_name_now(fs->star, dst, h->star, to, rc, now, sizeof(now)) == -ENOENT
+		     ? -ENOENT : -ESTALE;
+	if (rc == 0 || rc == -ENOENT) {
+		(void)star_stream_gone(fs->star, dst, h->star); /* -ENOENT: marked here */
+		nv_log(NV_INFO, NV_SUB_FS, "rename of %s/%s over %s: %s (%llu) deleted at its "
+		       "leader %s", dst->bucket, from, to, to, (unsigned long long)dst->id,
+		       h->star);
+		return 0;
+	}
+	if (rc != -EHOSTUNREACH)
+		return remote_errno(dst, h, "delete (replaced by a rename)", rc);
+	nv_log(NV_WARN, NV_SUB_FS, "rename of %s/%s over %s: its leader %s (%s) cannot be "
+	       "reached: replaced here; %s may ack appends to it until it loses the lease",
+	       dst->bucket, from, to, h->star, h->addr[0] ? h->addr : "no star API",
+	       h->star);
+	return 0;
+}
+
+int fs_remote_rename(struct nova_fs *fs, const char *bucket, const char *from, const char *to,
+		     bool noreplace)
+{
+	struct nv_stream *dst, *src;
+	struct lease_holder h;
+	int rc;
+
+	if (noreplace || !strcmp(from, to) || !fs->client)
+		return star_stream_rename(fs->star, bucket, from, to, noreplace);
+	rc = star_stream_lookup(fs->star, bucket, to, &dst);
+	if (rc == -ENOENT) /* nothing to replace (or a name the rename refuses) */
+		return star_stream_rename(fs->star, bucket, from, to, false);
+	if (rc)
+		return rc; /* the metastore cannot say: nothing renamed */
+	if (elsewhere(fs, dst, &h, false)) {
+		stream_put(dst); /* ours or vacant: replaced (deleted) here */
+		return star_stream_rename(fs->star, bucket, from, to, false);
+	}
+	/* Nothing is deleted for a source that is not there (mv nosuch b). */
+	rc = star_stream_lookup(fs->star, bucket, from, &src);
+	if (!rc) {
+		stream_put(src);
+		rc = replace_at(fs, dst, &h, from, to);
+	}
+	stream_put(dst);
+	return rc ? rc : star_stream_rename(fs->star, bucket, from, to, false);
 }
 
 uint64_t fs_remote_size(struct nova_fs *fs, struct nv_stream *s, uint64_t local)
 {
 	struct lease_holder h;
-	uint64_t seq, byte;
+	struct api_bounds b;
+	char cur[NV_STREAM_NAME_MAX + 1];
 	int rc;
 
-	if (elsewhere(fs, s, &h))
-		return local;
-	rc = api_client_end(fs->client, &h, s->bucket, s->name, &seq, &byte);
+	if (elsewhere(fs, s, &h, true)) {
+		uint64_t now = stream_acked_byte(s); /* vacant: maybe raised from refs */
+
+		return now > local ? now : local;
+	}
+	rc = api_client_bounds(fs->client, &h, s->bucket, s->name, s->id, &b);
+	if (rc == -ESTALE || rc == -ENOENT) {
+		rc = fs_remote_name_now(fs->star, s, h.star, s->name, rc, cur, sizeof(cur));
+		if (rc == 0)
+			rc = api_client_bounds(fs->client, &h, s->bucket, cur, s->id, &b);
+	}
 	if (rc) {
 		(void)remote_errno(s, &h, "acked end", rc); /* logged; the local view stands */
 		return local;
 	}
-	return byte > local ? byte : local;
+	/* The holder's trim point too (invariant 6). */
+	(void)star_view_trim(fs->star, s, b.trim_seq, b.trim_byte);
+	return b.end_byte > local ? b.end_byte : local;
 }
 
 int fs_remote_more(struct nova_fs *fs, struct nv_stream *s, uint64_t off, void *buf,
 		   size_t size, size_t *done)
 {
 	struct lease_holder h;
+	char now[NV_STREAM_NAME_MAX + 1];
+	const char *nm = s->name;
 	uint8_t *dst = buf;
 	size_t got = 0;
 	int rc = 0;
 
-	if (elsewhere(fs, s, &h))
+	if (elsewhere(fs, s, &h, false))
 		return 0; /* ours, vacant, or nobody to ask: the local end is the end */
 	while (got < size) {
 		size_t n = 0;
 
-		rc = api_client_read(fs->client, &h, s->bucket, s->name, off + got, dst + got,
+		rc = api_client_read(fs->client, &h, s->bucket, nm, s->id, off + got, dst + got,
 				     size - got, &n);
+		if ((rc == -ESTALE || rc == -ENOENT) && nm == s->name) {
+			rc = fs_remote_name_now(fs->star, s, h.star, s->name, rc, now, sizeof(now));
+			if (rc == 0) {
+				nm = now; /* once */
+				continue;
+			}
+		}
 		if (rc || n == 0)
 			break;
 		got += n;

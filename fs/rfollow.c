@@ -5,8 +5,14 @@
  * api_client_subscribe() blocks for the subscription's life).  Its loop,
  * rsub_main(): ask who leads (star_lead_check()); another star: subscribe
  * there at the cursor until the holder ends it; this star: nothing to
- * do but re-check in 250 ms; vacant or unreachable: re-check from 5 ms
- * doubling to 250 ms (rfollow.h invariant 3).
+ * do but re-check in 250 ms; vacant: raise this star's view to the refs'
+ * end (star_view_refresh(): a dead leader's acked records appear as
+ * settlement commits them), then re-check from 5 ms doubling to 250 ms,
+ * back to 5 ms whenever the refs moved; unreachable: re-check likewise
+ * (rfollow.h invariant 3).
+ * The subscription names the stream by its id too (fs/remote.h invariant
+ * 2): the holder's ESTALE or ENOENT is asked again under the stream's
+ * name now; a stream found deleted ends the loop (rfollow.h invariant 6).
  *
  * Locking: rf->lock guards the list, rf->live, every r->users and
  * r->exited; r->lock guards r->stop for the interruptible sleep (r->stop
@@ -24,6 +30,7 @@
 #include "api/client.h"
 #include "engine/lease.h"
 #include "fs/handle.h"
+#include "fs/remote.h"
 #include "fs/session.h"
 #include "src/base/clock.h"
 #include "src/base/log.h"
@@ -33,6 +40,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define RSUB_POLL_MIN_MS 5
@@ -78,24 +86,47 @@ static void rsub_signal_stop(struct rsub *r)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* The stream grew past old: tell the kernel its cached size and pages
+ * past old are stale (both views).  -ENOENT: the kernel does not know
+ * the inode; fine. */
+static void inval_from(struct rsub *r, uint64_t old)
+{
+	struct fuse_session *se = r->rf->fs->se;
+	fuse_ino_t ino = FS_INO_BASE + r->s->id;
+
+	if (!se)
+		return;
+	(void)fuse_lowlevel_notify_inval_inode(se, ino, (off_t)old, 0);
+	(void)fuse_lowlevel_notify_inval_inode(se, ino | FS_INO_FOLLOW_BIT, (off_t)old, 0);
+}
+
 /* The end moved to e: wake local follow reads, and tell the kernel its
  * cached size and pages past the old end are stale. */
 static void learned(struct rsub *r, uint64_t e)
 {
 	uint64_t old = atomic_load(&r->end);
-	struct fuse_session *se = r->rf->fs->se;
-	fuse_ino_t ino = FS_INO_BASE + r->s->id;
 
 	if (e <= old)
 		return;
 	atomic_store(&r->end, e);
-	if (se) {
-		/* Before the wake: a woken follower's stat sees the growth.
-		 * -ENOENT: the kernel does not know the inode; fine. */
-		(void)fuse_lowlevel_notify_inval_inode(se, ino, (off_t)old, 0);
-		(void)fuse_lowlevel_notify_inval_inode(se, ino | FS_INO_FOLLOW_BIT, (off_t)old, 0);
-	}
+	inval_from(r, old); /* before the wake: a woken follower's stat sees it */
 	wake_close(&r->s->wake);
+}
+
+/* Vacant: this star's view from the stream's refs (star_view_refresh(),
+ * which closes the wake when the end moved).  true when it moved. */
+static bool vacant_poll(struct rsub *r)
+{
+	uint64_t old = stream_acked_byte(r->s);
+	int rc = star_view_refresh(r->rf->fs->star, r->s, STAR_VIEW_READ);
+
+	if (rc < 0)
+		nv_log(NV_DEBUG, NV_SUB_FS, "follow of vacant %s/%s: reading its refs: %s",
+		       r->s->bucket, r->s->name, strerror(-rc));
+	if (rc <= 0)
+		return false;
+	inval_from(r, old); /* after the wake: a stat racing it asks again */
+	return true;
 }
 
 static int on_frame(void *arg, uint64_t off, const void *data, size_t len)
@@ -106,6 +137,42 @@ static int on_frame(void *arg, uint64_t off, const void *data, size_t len)
 		return 1;
 	learned(r, data ? off + len : off);
 	return 0;
+}
+
+/* The holder at has been quiet past a heartbeat (api_sub_quiet_fn): a
+ * stopped or hung star keeps its socket open and silent while its lease
+ * expires.  0: it still leads (wait on); 1: stopped; 2: leadership went
+ * (vacant, or another star or epoch): end the subscription and look
+ * again (rfollow.h invariant 5). */
+static int on_quiet(void *arg, const struct lease_holder *at)
+{
+	struct rsub *r = arg;
+	struct lease_holder h;
+	int rc;
+
+	if (atomic_load(&r->stop))
+		return 1;
+	rc = star_lead_check(r->rf->fs->star, r->s, &h);
+	if (rc == -STAR_ENOTOWNER && !strcmp(h.star, at->star) && h.epoch == at->epoch)
+		return 0;
+	if (rc && rc != -ENOENT && rc != -STAR_ENOTOWNER)
+		return 0; /* the metastore cannot say: the silence bound decides */
+	nv_log(NV_INFO, NV_SUB_FS, "follow of %s/%s: its holder %s (lease epoch %llu) is silent "
+	       "and leads it no more (%s): looking again", r->s->bucket, r->s->name, at->star,
+	       (unsigned long long)at->epoch, rc == -ENOENT ? "vacant" : rc ? h.star : "this star");
+	return 2;
+}
+
+/* s is marked deleted here (fs_remote_name_now() found its row gone, or
+ * this mount deleted it): the subscription has nothing more to learn. */
+static bool deleted(struct nv_stream *s)
+{
+	bool d;
+
+	pthread_mutex_lock(&s->lock);
+	d = s->deleted;
+	pthread_mutex_unlock(&s->lock);
+	return d;
 }
 
 /* Sleep ms unless stopped first; true when stopped. */
@@ -148,13 +215,33 @@ static void *rsub_main(void *arg)
 				break;
 			continue;
 		}
-		if (rc == -STAR_ENOTOWNER) {
-			rc = api_client_subscribe(fs->client, &h, r->s->bucket, r->s->name,
-						  cur > local ? cur : local, on_frame, r);
+		if (rc == -ENOENT && vacant_poll(r))
+			backoff = RSUB_POLL_MIN_MS; /* committed meanwhile: look again soon */
+		else if (rc == -STAR_ENOTOWNER) {
+			char now[NV_STREAM_NAME_MAX + 1];
+			uint64_t at = cur > local ? cur : local;
+
+			rc = api_client_subscribe_watch(fs->client, &h, r->s->bucket, r->s->name,
+							r->s->id, at, on_frame, on_quiet, r);
+			/* Not this stream under the name at load (ESTALE), or none
+			 * (ENOENT): under its name now, once, by its id; deleted:
+			 * marked here (local followers end), logged once. */
+			if (rc == -ESTALE || rc == -ENOENT) {
+				rc = fs_remote_name_now(fs->star, r->s, h.star, r->s->name, rc, now,
+							sizeof(now));
+				if (rc == 0)
+					rc = api_client_subscribe_watch(fs->client, &h, r->s->bucket,
+									now, r->s->id, at, on_frame,
+									on_quiet, r);
+			}
 			if (rc == 1)
 				break; /* stopped */
-			nv_log(NV_DEBUG, NV_SUB_FS, "follow of %s/%s at %s ended: %d", r->s->bucket,
-			       r->s->name, h.star, rc);
+			nv_log(NV_DEBUG, NV_SUB_FS, "follow of %s/%s (%llu) at %s ended: %d",
+			       r->s->bucket, r->s->name, (unsigned long long)r->s->id, h.star, rc);
+			if (deleted(r->s)) {
+				wake_close(&r->s->wake); /* marked already: followers see the end */
+				break;
+			}
 			/* Moved or went away: readers look again. */
 			wake_close(&r->s->wake);
 			if (atomic_load(&r->end) > cur)

@@ -16,8 +16,12 @@
  *     highest end it learned) wherever the stream's lease goes next.
  *  2. Bounded: the subscription holds one frame at a time (the client's
  *     API_READ_MAX); the end it learned only grows.
- *  3. While the stream is vacant (no holder), or the holder cannot be
- *     reached, it re-checks the lease from 5 ms backing off to 250 ms;
+ *  3. While the stream is vacant (no holder) it polls the stream's refs
+ *     (this star's view is raised to their end, star_view_refresh(), so
+ *     a dead leader's acked records reach local followers once
+ *     settlement commits them) and re-checks the lease, from 5 ms backing
+ *     off to 250 ms (back to 5 ms when the refs moved); while the holder
+ *     cannot be reached it re-checks the lease likewise;
  *     while this star leads the stream it re-checks every 250 ms (local
  *     acks wake local readers).
  *  4. Stopping (the last handle's close, the mount's shutdown) ends the
@@ -25,6 +29,18 @@
  *     api/server.h), or when the client gives a silent holder up (20 s,
  *     api/client.c): the last close never waits for it (the thread ends
  *     on its own), the mount's shutdown (fs_rfollow_stop()) does.
+ *  5. A holder that goes silent (stopped, hung) while the subscription
+ *     is open is looked at once it has been quiet past a heartbeat, then
+ *     every second (api_sub_quiet_fn): when its lease went (expired,
+ *     another star or epoch holds the stream) the subscription ends and
+ *     the loop looks again, instead of waiting out the client's 20 s
+ *     silence bound.
+ *  6. The subscription names the stream by id (api/client.h invariant
+ *     5), so it never follows another stream created under the name the
+ *     stream had when it was loaded here; it follows the stream under its
+ *     name now, and when the stream was deleted (its row gone) it marks
+ *     it deleted here (local follow reads end with end-of-file), logs
+ *     once and ends.
  */
 #ifndef NOVAFS_FS_RFOLLOW_H
 #define NOVAFS_FS_RFOLLOW_H

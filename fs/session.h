@@ -46,6 +46,8 @@ struct nova_fs {
 	struct follow *follow;        /* the follow view's worker (fs/follow.h) */
 	struct api_client *client;    /* borrowed; NULL: no cluster secret (fs/remote.h) */
 	pthread_key_t bufkey;         /* per-thread read buffer (fs/file.c) */
+	pthread_mutex_t files_lock;   /* guards files */
+	struct fs_file *files;        /* files_lock: open plain handles (fs/file.c) */
 	struct timespec started;      /* the root's times */
 };
 

@@ -4,12 +4,17 @@
  * Values are plain decimal or words without a trailing newline, except
  * stats, which is one JSON object (jansson), and leader: "STAR EPOCH"
  * (the leading star's id and its lease epoch; "-" while the stream is
- * vacant).  Setting leader to a star id hands the stream over
- * (star_release()) when this star leads it.
+ * vacant).  Setting leader to a star id hands the stream over from any
+ * mount: star_release() when this star leads it (or it is vacant), the
+ * holder's star API handoff through the cluster client otherwise, by the
+ * stream's id too (fs/remote.h invariant 2: never another stream created
+ * under its old name).
  */
 #include "config.h"
 #include "fs/xattr.h"
+#include "api/client.h"
 #include "engine/lease.h"
+#include "fs/remote.h"
 #include "src/base/log.h"
 #include "src/base/names.h"
 
@@ -93,6 +98,25 @@ static int stats_json(struct star *st, struct nv_buf *out)
 	return rc;
 }
 
+/* The positions of a stream this star does not lead are its view of
+ * another star's (fs/remote.h invariants 3 and 6): attribute n of them
+ * is read after the view was raised to the metastore's committed state
+ * (star_view_refresh(): the refs' end, the trim point, the settled end),
+ * so user.nova.trim and user.nova.settled say on every star what they
+ * say on the leader.  A stream this star leads has them in memory
+ * (star_lead_check() answers 0 with no metastore read). */
+static void view_for(struct star *st, struct nv_stream *s, const char *n)
+{
+	static const char *const positions[] = { "seq", "frontier", "settled", "trim", "layout",
+						 NULL };
+	const char *const *p;
+
+	for (p = positions; *p && strcmp(*p, n); p++)
+		;
+	if (*p && star_lead_check(st, s, NULL) != 0)
+		(void)star_view_refresh(st, s, STAR_VIEW_ALL); /* failed: the view stands */
+}
+
 int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *name,
 		 struct nv_buf *out)
 {
@@ -119,6 +143,7 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 		struct nv_stream *s = t->stream;
 		unsigned cls;
 
+		view_for(st, s, n);
 		pthread_mutex_lock(&s->lock);
 		cls = s->cls;
 		pthread_mutex_unlock(&s->lock);
@@ -171,11 +196,64 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
 	}
 }
 
-/* setfattr user.nova.leader=STAR: hand s over to STAR.  -EINVAL (not a
- * star id, or no such star registered), -EHOSTDOWN (not live), -EREMOTE
- * (another star leads s: set it on a mount of that star), -EOPNOTSUPP
- * (no registry: a single-host metastore), -ETIMEDOUT. */
-static int set_leader(struct star *st, struct nv_stream *s, const char *value, size_t size)
+/* Ask the holder h of s, through the cluster client, to hand s to `to`
+ * (api_client_handoff()); the errnos of set_leader(). */
+static int ask_holder(struct star *st, const struct fs_xattr_target *t, const char *to,
+		      const struct lease_holder *h)
+{
+	struct nv_stream *s = t->stream;
+	struct lease_holder nh;
+	int rc;
+
+	if (!t->client)
+		return -EREMOTE; /* no cluster_secret_file: set it on the holder's mount */
+	rc = api_client_handoff(t->client, h, s->bucket, s->name, s->id, to, &nh);
+	if (rc == -ESTALE) { /* another stream under s->name there: under s's name now */
+		char now[NV_STREAM_NAME_MAX + 1];
+
+		rc = fs_remote_name_now(st, s, h->star, s->name, rc, now, sizeof(now));
+		if (rc == -ENOENT)
+			return rc; /* s was deleted: the file is gone (logged) */
+		if (rc == 0)
+			rc = api_client_handoff(t->client, h, s->bucket, now, s->id, to, &nh);
+	}
+	if (rc == 0)
+		nv_log(NV_INFO, NV_SUB_FS, "user.nova.leader: %s/%s handed from star %s to %s "
+		       "(lease epoch %llu), asked by star %s", s->bucket, s->name, h->star,
+		       nh.star[0] ? nh.star : "nobody (vacant)", (unsigned long long)nh.epoch,
+		       star_id(st));
+	switch (rc) {
+	case 0:
+	case -EHOSTDOWN:
+	case -EHOSTUNREACH:
+	case -ETIMEDOUT:
+	case -EOPNOTSUPP:
+		return rc;
+	case -ENOENT:
+		return -EINVAL; /* no such star: ENOENT would read as the file */
+	case -STAR_ENOTOWNER:
+	case -EAGAIN:
+	case -ESTALE: /* renamed again meanwhile */
+		return -EAGAIN; /* leadership moved under the request: try again */
+	default:
+		nv_log(NV_WARN, NV_SUB_FS, "user.nova.leader: asking star %s (%s) to hand %s/%s "
+		       "to %s failed: %s", h->star, h->addr[0] ? h->addr : "no star API",
+		       s->bucket, s->name, to, strerror(-rc));
+		return -EIO;
+	}
+}
+
+/* setfattr user.nova.leader=STAR: hand the stream over to STAR, from any
+ * mount.  This star leads it: star_release() here; another star leads
+ * it: that star is asked through the cluster client; vacant: STAR takes
+ * it (this star, or the lease is placed on STAR).  -EINVAL (not a star
+ * id, or no such star registered), -EHOSTDOWN (STAR is not live),
+ * -EHOSTUNREACH (the holder cannot be reached or serves no star API),
+ * -EREMOTE (another star leads it and this mount has no cluster client),
+ * -EAGAIN (leadership moved meanwhile), -EOPNOTSUPP (no registry: a
+ * single-host metastore), -ETIMEDOUT (the release flush did not finish). */
+static int set_leader(struct star *st, const struct fs_xattr_target *t, const char *value,
+		      size_t size)
 {
 	char to[META_STAR_MAX + 1];
 	struct lease_holder h;
@@ -187,10 +265,18 @@ static int set_leader(struct star *st, struct nv_stream *s, const char *value, s
 		return -EINVAL;
 	memcpy(to, value, size);
 	to[size] = 0;
-	rc = star_release(st, s, to, &h);
+	if (meta_star_check(to))
+		return -EINVAL;
+	rc = star_release(st, t->stream, to, &h);
+	if (rc == -STAR_ENOTOWNER)
+		return ask_holder(st, t, to, &h);
 	if (rc == -ENOENT)
 		return -EINVAL; /* no such star: ENOENT would read as the file */
-	return rc == -STAR_ENOTOWNER ? -EREMOTE : rc;
+	if (rc == 0)
+		nv_log(NV_INFO, NV_SUB_FS, "user.nova.leader: %s/%s now led by star %s (lease epoch "
+		       "%llu)", t->stream->bucket, t->stream->name, h.star,
+		       (unsigned long long)h.epoch);
+	return rc;
 }
 
 static int xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
@@ -223,6 +309,8 @@ static int xattr_set(struct star *st, const struct fs_xattr_target *t, const cha
 		seq = strtoull(num, &end, 10);
 		if (*end || errno)
 			return -EINVAL;
+		if (t->trim)
+			return t->trim(t->trim_arg, t->stream, seq);
 		return star_stream_trim_seq(st, t->stream, seq, NULL);
 	}
 	if (!strcmp(n, "class") && t->kind != FS_NODE_ROOT) {
@@ -233,7 +321,7 @@ static int xattr_set(struct star *st, const struct fs_xattr_target *t, const cha
 		return star_stream_set_class(st, t->stream, cls);
 	}
 	if (!strcmp(n, "leader") && t->kind == FS_NODE_STREAM)
-		return set_leader(st, t->stream, value, size);
+		return set_leader(st, t, value, size);
 	if (!strcmp(n, "durable") && t->kind == FS_NODE_STREAM) {
 		enum fs_durable d;
 
@@ -282,7 +370,7 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 	int rc = xattr_set(st, t, name, value, size);
 
 	if (rc == -EPERM || rc == -EINVAL || rc == -ENOTEMPTY || rc == -EHOSTDOWN ||
-	    rc == -EREMOTE)
+	    rc == -EREMOTE || rc == -EHOSTUNREACH || rc == -EAGAIN)
 		nv_log_ratelimited(&rl, NV_INFO, NV_SUB_FS, "setxattr %s=%.*s on %s%s%s refused: %s",
 				   name, (int)(size < 64 ? size : 64), value,
 				   t->kind == FS_NODE_STREAM ? t->stream->bucket

@@ -12,7 +12,10 @@
  * fs/ns.c), so this file links without libfuse (tests/fuzz/fuzz_xattr.c).
  *
  * Invariants:
- *  1. fs_xattr_get() and fs_xattr_list() change no state.
+ *  1. fs_xattr_get() and fs_xattr_list() change no state, but for
+ *     raising this star's view of a stream it does not lead to the
+ *     committed state before a position is read (fs/remote.h invariant
+ *     6; positions only grow).
  *  2. Every value is computed from the engine at the call (nothing is
  *     cached here), so two reads may differ while appends run.
  */
@@ -20,6 +23,8 @@
 #define NOVAFS_FS_XATTR_H
 
 #include <stddef.h>
+
+struct api_client;
 
 #include "engine/star.h"
 #include "fs/handle.h"
@@ -31,6 +36,13 @@ struct fs_xattr_target {
 	const char *bucket;       /* FS_NODE_BUCKET */
 	struct nv_stream *stream; /* FS_NODE_STREAM */
 	enum fs_durable durable_default; /* the mount's -o durable= (durable's value) */
+	/* The mount's cluster client (NULL: none): a leader set on a mount
+	 * that does not lead the stream asks the holder through it. */
+	struct api_client *client;
+	/* The trim of user.nova.trim (NULL: star_stream_trim_seq() here):
+	 * the mount's sends it to the stream's leader (fs_remote_trim()). */
+	int (*trim)(void *arg, struct nv_stream *s, uint64_t seq);
+	void *trim_arg;
 };
 
 /* "write" or "fsync" (a trailing newline or NUL allowed) into *out.  0 or

@@ -21,6 +21,12 @@
  *  2. A reclaim row is written in the same transaction that stops the
  *     metastore from naming its object, so no object leaks and none is
  *     deleted while named.
+ *  3. A cursor row belongs to a chain (class, star, epoch), not to a
+ *     stream, so no writer lease governs it (meta/leases.h): every put is
+ *     a CAS on the row's version (meta_cursors_txn_put()), and its values
+ *     are derived from the chain's row and markers and only grow
+ *     (invariant 1), so a paused or partitioned star's late commit either
+ *     fails its compare or writes what a current one would.
  */
 #ifndef NOVAFS_META_CURSORS_H
 #define NOVAFS_META_CURSORS_H

@@ -160,6 +160,16 @@ int key_star(struct nv_buf *b, const char *star)
 	return rc ? rc : nv_tup_add_str(b, star);
 }
 
+int key_star_space(struct nv_buf *b)
+{
+	return tag(b, "star");
+}
+
+int key_lease_space(struct nv_buf *b)
+{
+	return tag(b, "lease");
+}
+
 int key_lease(struct nv_buf *b, uint64_t stream)
 {
 	int rc = tag(b, "lease");
@@ -172,6 +182,29 @@ int key_lease_epoch(struct nv_buf *b, uint64_t stream)
 	int rc = tag(b, "lep");
 
 	return rc ? rc : nv_tup_add_u64(b, stream);
+}
+
+int key_duty(struct nv_buf *b, const char *duty)
+{
+	int rc = tag(b, "duty");
+
+	return rc ? rc : nv_tup_add_str(b, duty);
+}
+
+int key_duty_epoch(struct nv_buf *b, const char *duty)
+{
+	int rc = tag(b, "dep");
+
+	return rc ? rc : nv_tup_add_str(b, duty);
+}
+
+int key_lease_name_epoch(struct nv_buf *b, const char *bucket, const char *name)
+{
+	int rc = tag(b, "lepn");
+
+	if (!rc)
+		rc = nv_tup_add_str(b, bucket);
+	return rc ? rc : nv_tup_add_str(b, name);
 }
 
 int key_cursors(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)

@@ -27,6 +27,12 @@
  *   ("lease", stream_id)                     writer lease     leases.c
  *   ("lep", stream_id)                       last lease epoch leases.c
  *                                            and leader (not leased)
+ *   ("duty", name)                           a duty's holder  leases.c
+ *   ("dep", name)                            its last duty    leases.c
+ *                                            epoch (not leased)
+ *   ("lepn", bucket, name)                   last lease epoch leases.c
+ *                                            of any stream of
+ *                                            that name
  *   ("cur", class, star, epoch)              chain cursors    cursors.c,
  *                                                             trim.c
  *   ("gc", due_ns, object key)               reclaim queue    cursors.c
@@ -74,8 +80,16 @@ int key_marker(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch,
 int key_markers_of(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
 	__attribute__((warn_unused_result));
 int key_star(struct nv_buf *b, const char *star) __attribute__((warn_unused_result));
+/* Every star row's prefix (invariant 2). */
+int key_star_space(struct nv_buf *b) __attribute__((warn_unused_result));
 int key_lease(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
+/* Every writer lease row's prefix (invariant 2). */
+int key_lease_space(struct nv_buf *b) __attribute__((warn_unused_result));
 int key_lease_epoch(struct nv_buf *b, uint64_t stream) __attribute__((warn_unused_result));
+int key_duty(struct nv_buf *b, const char *duty) __attribute__((warn_unused_result));
+int key_duty_epoch(struct nv_buf *b, const char *duty) __attribute__((warn_unused_result));
+int key_lease_name_epoch(struct nv_buf *b, const char *bucket, const char *name)
+	__attribute__((warn_unused_result));
 int key_cursors(struct nv_buf *b, unsigned cls, const char *star, uint64_t epoch)
 	__attribute__((warn_unused_result));
 /* ("gc", due_ns, object key); key_reclaim_space() is the bare tag. */

@@ -760,3 +760,117 @@ int meta_ref_list(struct kv *kv, uint64_t stream, uint64_t from_seq, size_t limi
 	free(pg);
 	return rc < 0 ? rc : 0;
 }
+
+/* ------------------------------------------------------- byte windows */
+
+struct win_fill {
+	uint64_t stream, byte;
+	struct meta_ref *out;
+	size_t cap, max_slots, n, slots;
+};
+
+static int win_visit(void *arg, const uint8_t *key, size_t klen, const uint8_t *val,
+		     size_t vlen, uint64_t ver)
+{
+	struct win_fill *w = arg;
+	struct meta_ref *r = &w->out[w->n];
+	int rc;
+
+	(void)key;
+	(void)klen;
+	(void)ver;
+	rc = meta_ref_decode(val, vlen, w->stream, r);
+	if (rc)
+		return rc;
+	/* Refs holding no byte (empty records) at the window's start. */
+	if (w->n == 0 && r->end_byte <= w->byte)
+		return 0;
+	/* Invariant 1: anything else would be a hole; the window stops. */
+	if (w->n > 0 && r->first_byte != w->out[w->n - 1].end_byte) {
+		meta_ref_clear(r);
+		return 1;
+	}
+	w->slots += r->kind == META_REF_CATALOG ? r->nobjs : r->nslots;
+	w->n++;
+	return w->n == w->cap || w->slots >= w->max_slots ? 1 : 0;
+}
+
+int meta_ref_window_byte(struct kv *kv, uint64_t stream, uint64_t byte, struct meta_ref *out,
+			 size_t cap, size_t max_slots, size_t *n, unsigned *calls)
+{
+	struct win_fill w = { .stream = stream, .byte = byte, .out = out, .cap = cap,
+			      .max_slots = max_slots };
+	struct nv_buf start, end;
+	int rc;
+
+	*n = 0;
+	*calls = 0;
+	if (cap == 0)
+		return -EINVAL;
+	nv_buf_init(&start, KV_KEY_MAX);
+	nv_buf_init(&end, KV_KEY_MAX);
+	rc = key_ref_bytes_of(&end, stream);
+	if (!rc)
+		rc = nv_tup_prefix_end(&end);
+	if (!rc)
+		rc = key_ref_byte(&start, stream, byte, 0);
+	if (!rc) {
+		/* Ascending: a backend stops at the limit (one slack row for
+		 * an empty ref at the start). */
+		(*calls)++;
+		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, cap + 1, false,
+			      win_visit, &w);
+		if (w.n < cap)
+			meta_ref_clear(&out[w.n]); /* a row decoded, then skipped */
+	}
+	if (rc > 0)
+		rc = 0;
+	if (!rc && (w.n == 0 || out[0].first_byte > byte)) {
+		/* The ref holding byte starts below it: its floor first, then
+		 * the rows already read after it (they start at its end). */
+		struct meta_ref f;
+
+		meta_ref_init(&f);
+		rc = -ENOENT;
+		if (w.n > 0 && out[0].first_seq > 0) {
+			/* Invariant 1: it ends where out[0] starts, so it holds
+			 * seq out[0].first_seq - 1: a floor by seq, whose first
+			 * window is a few keys (by byte it is 32 KiB of refs,
+			 * thousands of keys for refs of small records). */
+			(*calls)++;
+			rc = ref_floor(kv, false, stream, out[0].first_seq - 1, &f);
+			if (!rc && (byte < f.first_byte || byte >= f.end_byte))
+				rc = -ENOENT;
+		}
+		if (rc == -ENOENT) {
+			(*calls)++;
+			rc = ref_floor(kv, true, stream, byte, &f);
+			if (!rc && (byte < f.first_byte || byte >= f.end_byte))
+				rc = -ENOENT;
+		}
+		if (!rc && w.n > 0 && out[0].first_byte != f.end_byte) {
+			/* Not contiguous with the floor: keep the floor alone. */
+			for (size_t i = 0; i < w.n; i++)
+				meta_ref_clear(&out[i]);
+			w.n = 0;
+		}
+		if (!rc) {
+			if (w.n == cap)
+				meta_ref_clear(&out[--w.n]);
+			memmove(out + 1, out, w.n * sizeof(*out));
+			out[0] = f; /* moves the floor's arrays */
+			w.n++;
+		} else {
+			meta_ref_clear(&f);
+		}
+	}
+	if (rc) {
+		for (size_t i = 0; i < w.n; i++)
+			meta_ref_clear(&out[i]);
+		w.n = 0;
+	}
+	*n = w.n;
+	nv_buf_free(&start);
+	nv_buf_free(&end);
+	return rc;
+}

@@ -187,6 +187,22 @@ int meta_ref_floor_byte(struct kv *kv, uint64_t stream, uint64_t byte, struct me
 int meta_ref_last(struct kv *kv, uint64_t stream, struct meta_ref *r)
 	__attribute__((warn_unused_result));
 
+/* The refs a sequential reader at stream byte byte reads next: into
+ * out[0..*n), *n <= cap, in byte order and contiguous, out[0] the ref
+ * holding byte (refs holding no byte skipped at the start), and no more
+ * after the one that brings their slots (catalog: objects) to
+ * max_slots.  out[] initialised by the caller, who owns the refs put
+ * there (meta_ref_clear() each).  One ascending range of the byte index
+ * when a ref starts at byte (a window read to its end continues so),
+ * else a floor too (by seq, at the seq before the next ref's: a few
+ * keys; by byte when there is no next ref); *calls says how many
+ * requests went out.
+ * 0, -ENOENT (no ref holds byte), -EINVAL (cap 0), -EBADMSG, kv error;
+ * on an error *n is 0. */
+int meta_ref_window_byte(struct kv *kv, uint64_t stream, uint64_t byte, struct meta_ref *out,
+			 size_t cap, size_t max_slots, size_t *n, unsigned *calls)
+	__attribute__((warn_unused_result));
+
 /* Visit the refs of a stream with first_seq >= from_seq in order, at most
  * limit (0 = all).  fn gets a decoded ref (borrowed for the call). */
 typedef int (*meta_ref_fn)(void *arg, const struct meta_ref *r);

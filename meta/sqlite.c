@@ -83,15 +83,24 @@ static const char *const w_sql[W_COUNT] = {
 	[W_LEASE_MIN] = "SELECT count(*), min(deadline) FROM kv_lease",
 };
 
+/* A key bound to a lease past due (meta/sqlite/internal.h invariant 5). */
+#define SQ_DEAD                                                                  \
+	"EXISTS (SELECT 1 FROM kv_lkey l JOIN kv_lease e ON e.id = l.lease "      \
+	"WHERE l.k = kv.k AND (e.deadline <= ?8 OR e.boot <> ?9))"
+#define SQ_GET "SELECT v, ver FROM kv WHERE k = ?1"
+#define SQ_FLOOR "SELECT k, v, ver FROM kv WHERE k <= ?1 AND k >= ?2"
+#define SQ_RANGE "SELECT k, v, ver FROM kv WHERE k >= ?1 AND k < ?2"
+
 static const char *const r_sql[R_COUNT] = {
-	[R_GET] = "SELECT v, ver FROM kv WHERE k = ?1",
-	[R_FLOOR] = "SELECT k, v, ver FROM kv WHERE k <= ?1 AND k >= ?2 "
-		    "ORDER BY k DESC LIMIT 1",
+	[R_GET] = SQ_GET,
+	[R_FLOOR] = SQ_FLOOR " ORDER BY k DESC LIMIT 1",
 	/* LIMIT -1: no limit. */
-	[R_RANGE_ASC] = "SELECT k, v, ver FROM kv WHERE k >= ?1 AND k < ?2 "
-			"ORDER BY k ASC LIMIT ?3",
-	[R_RANGE_DESC] = "SELECT k, v, ver FROM kv WHERE k >= ?1 AND k < ?2 "
-			 "ORDER BY k DESC LIMIT ?3",
+	[R_RANGE_ASC] = SQ_RANGE " ORDER BY k ASC LIMIT ?3",
+	[R_RANGE_DESC] = SQ_RANGE " ORDER BY k DESC LIMIT ?3",
+	[R_GET_LIVE] = SQ_GET " AND NOT " SQ_DEAD,
+	[R_FLOOR_LIVE] = SQ_FLOOR " AND NOT " SQ_DEAD " ORDER BY k DESC LIMIT 1",
+	[R_RANGE_ASC_LIVE] = SQ_RANGE " AND NOT " SQ_DEAD " ORDER BY k ASC LIMIT ?3",
+	[R_RANGE_DESC_LIVE] = SQ_RANGE " AND NOT " SQ_DEAD " ORDER BY k DESC LIMIT ?3",
 };
 
 /* Created idempotently by the writer at every open, in one transaction.
@@ -493,13 +502,13 @@ static int sq_get(void *vbe, const void *key, size_t klen, struct nv_buf *val,
 	const uint8_t *p;
 	size_t n;
 	int rc, err = 0;
-	int swept = sq_lease_sweep_due(be); /* invariant 5 */
+	int live = sq_read_sweep(be); /* invariant 5 */
 
-	if (swept)
-		return swept;
 	c = reader_take(be);
-	st = c->st[R_GET];
-	rc = sq_bind_blob(st, 1, key, klen);
+	st = c->st[R_GET + live];
+	rc = live ? sq_live_bind(be, st) : SQLITE_OK;
+	if (rc == SQLITE_OK)
+		rc = sq_bind_blob(st, 1, key, klen);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -528,13 +537,13 @@ static int sq_floor(void *vbe, const void *key, size_t klen, const void *lo,
 	const uint8_t *p;
 	size_t n;
 	int rc, err = 0;
-	int swept = sq_lease_sweep_due(be); /* invariant 5 */
+	int live = sq_read_sweep(be); /* invariant 5 */
 
-	if (swept)
-		return swept;
 	c = reader_take(be);
-	st = c->st[R_FLOOR];
-	rc = sq_bind_blob(st, 1, key, klen);
+	st = c->st[R_FLOOR + live];
+	rc = live ? sq_live_bind(be, st) : SQLITE_OK;
+	if (rc == SQLITE_OK)
+		rc = sq_bind_blob(st, 1, key, klen);
 	if (rc == SQLITE_OK)
 		rc = sq_bind_blob(st, 2, lo, lolen);
 	if (rc == SQLITE_OK)
@@ -575,13 +584,13 @@ static int sq_range(void *vbe, const void *start, size_t slen, const void *end,
 	sqlite3_stmt *st;
 	sqlite3_int64 lim = (limit == 0 || limit > INT64_MAX) ? -1 : (sqlite3_int64)limit;
 	int rc, err = 0;
-	int swept = sq_lease_sweep_due(be); /* invariant 5 */
+	int live = sq_read_sweep(be); /* invariant 5 */
 
-	if (swept)
-		return swept;
 	c = reader_take(be);
-	st = c->st[reverse ? R_RANGE_DESC : R_RANGE_ASC];
-	rc = sq_bind_blob(st, 1, start, slen);
+	st = c->st[(reverse ? R_RANGE_DESC : R_RANGE_ASC) + live];
+	rc = live ? sq_live_bind(be, st) : SQLITE_OK;
+	if (rc == SQLITE_OK)
+		rc = sq_bind_blob(st, 1, start, slen);
 	if (rc == SQLITE_OK)
 		rc = sq_bind_blob(st, 2, end, elen);
 	if (rc == SQLITE_OK)

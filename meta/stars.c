@@ -8,6 +8,7 @@
 #include "src/base/wire.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define STAR_V2 2
@@ -124,4 +125,76 @@ int meta_star_get(struct kv *kv, const char *id_in, struct meta_star *out, uint6
 	nv_buf_free(&k);
 	nv_buf_free(&v);
 	return rc;
+}
+
+struct star_page {
+	struct meta_star *rows;
+	unsigned n;
+};
+
+static int star_visit(void *arg, const uint8_t *key, size_t klen, const uint8_t *val,
+		      size_t vlen, uint64_t ver)
+{
+	struct star_page *pg = arg;
+	struct nv_tup_rd r;
+	char tag[8], id[META_STAR_MAX + 1];
+
+	(void)ver;
+	nv_tup_rd_init(&r, key, klen);
+	if (nv_tup_get_str(&r, tag, sizeof(tag), NULL) || nv_tup_get_str(&r, id, sizeof(id), NULL))
+		return 0; /* not a row of ours */
+	if (pg->n == META_STARS_LIST_MAX)
+		return -E2BIG;
+	if (meta_star_decode(val, vlen, id, &pg->rows[pg->n]) == 0)
+		pg->n++;
+	return 0;
+}
+
+int meta_star_list(struct kv *kv, meta_star_fn fn, void *arg)
+{
+	struct star_page pg = { .rows = calloc(META_STARS_LIST_MAX, sizeof(struct meta_star)) };
+	struct nv_buf start, end;
+	int rc, cut;
+
+	if (!pg.rows)
+		return -ENOMEM;
+	nv_buf_init(&start, KV_KEY_MAX);
+	nv_buf_init(&end, KV_KEY_MAX);
+	rc = key_star_space(&start);
+	if (!rc)
+		rc = nv_buf_add(&end, start.ptr, start.len);
+	if (!rc)
+		rc = nv_tup_prefix_end(&end);
+	if (!rc)
+		rc = kv_range(kv, start.ptr, start.len, end.ptr, end.len, 0, false, star_visit, &pg);
+	cut = rc == -E2BIG;
+	if (cut)
+		rc = 0;
+	for (unsigned i = 0; !rc && i < pg.n; i++)
+		rc = fn(arg, &pg.rows[i]);
+	nv_buf_free(&start);
+	nv_buf_free(&end);
+	free(pg.rows);
+	return rc ? rc : cut ? -E2BIG : 0;
+}
+
+int meta_star_set_state(struct kv *kv, const char *id, uint8_t state)
+{
+	for (int attempt = 0; attempt < 8; attempt++) {
+		struct meta_star row;
+		uint64_t ver = 0;
+		int rc = meta_star_get(kv, id, &row, &ver);
+
+		if (rc)
+			return rc;
+		if (row.state == state)
+			return 0;
+		row.state = state;
+		rc = put_row(kv, &row, row.lease, ver, NULL);
+		if (rc == -ENOLCK)
+			return -ENOENT; /* its lease went: the star is gone */
+		if (rc != -ECANCELED)
+			return rc;
+	}
+	return -EAGAIN;
 }

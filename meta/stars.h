@@ -12,7 +12,11 @@
  *   u8 2 | u64 started_ns | u32 pid | str host | str data_dir | str addr
  *   | str location | u8 state | u64 epoch per class (NV_CLASS_COUNT)
  *   | u64 lease (the registry lease the row is bound to)
- * state: 1 serving, 2 closed, 3 draining.  epochs: the class heads this
+ * state: 1 serving, 2 closed, 3 draining (novactl drain: the star takes
+ * no writer lease and hands off the ones it holds; engine/handoff.h).
+ * The state byte is the only field anyone but the star rewrites
+ * (meta_star_set_state(), keeping the row bound to the star's lease), so
+ * a v2 reader of any version understands a draining row.  epochs: the class heads this
  * incarnation started with (0: not minted yet); older epochs of the star
  * belong to an earlier incarnation.
  *
@@ -71,6 +75,24 @@ int meta_star_replace(struct kv *kv, const struct meta_star *s, uint64_t lease, 
 /* 0 and *out (*ver, may be NULL, its version), -ENOENT, -EBADMSG (also a
  * v1 row), kv error. */
 int meta_star_get(struct kv *kv, const char *id, struct meta_star *out, uint64_t *ver)
+	__attribute__((warn_unused_result));
+
+/* The most rows meta_star_list() visits (a registry is a handful of
+ * stars; past this the list is cut and -E2BIG returned after the visit). */
+#define META_STARS_LIST_MAX 256
+
+/* Visit every decodable row (v1 rows are skipped) in id order with fn
+ * (the row borrowed for the call; nonzero stops and is returned).  0,
+ * fn's value, -E2BIG (more than META_STARS_LIST_MAX rows), kv error. */
+typedef int (*meta_star_fn)(void *arg, const struct meta_star *s);
+int meta_star_list(struct kv *kv, meta_star_fn fn, void *arg)
+	__attribute__((warn_unused_result));
+
+/* Set the state of star id's row to state, keeping its lease and every
+ * other field (a compare on the row's version, retried a few times when
+ * the star rewrote it meanwhile).  0, -ENOENT (no live star id),
+ * -EBADMSG, -EAGAIN (it kept changing), kv error. */
+int meta_star_set_state(struct kv *kv, const char *id, uint8_t state)
 	__attribute__((warn_unused_result));
 
 #endif

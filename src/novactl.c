@@ -8,6 +8,9 @@
  *   novactl fsck   [-o OPTS] [--full] check the invariants (engine/fsck.h);
  *                                     exit 1 on any violation
  *   novactl layout [-o OPTS] BUCKET/STREAM   the stream's full layout (JSON)
+ *   novactl drain  [-o OPTS] [--timeout S] STAR   decommission a star: it
+ *                                     takes no lease and hands off its own;
+ *                                     progress until the terminate gate
  *   novactl version
  *
  * OPTS: data_dir=DIR (default as for novafs), store=URL, express=URL;...,
@@ -17,7 +20,10 @@
  * fsck refuses a data directory that a running novafs holds (its flock)
  * unless --force: the cursors would move under the check.  status reads
  * the metastore and lists the store (the unabsorbed slots), never
- * writes, and works on a mounted store.
+ * writes, and works on a mounted store.  drain writes one byte: the
+ * state of the star's registry row (meta_star_set_state()); the star
+ * itself does the rest (engine/handoff.h), and drain watches the
+ * metastore for the terminate gate (drain_progress()).
  */
 #include "config.h"
 #include "engine/chain.h"
@@ -28,8 +34,10 @@
 #include "meta/chains.h"
 #include "meta/cursors.h"
 #include "meta/kv.h"
+#include "meta/leases.h"
 #include "meta/markers.h"
 #include "meta/refs.h"
+#include "meta/stars.h"
 #include "meta/streams.h"
 #include "src/base/log.h"
 #include "src/base/paths.h"
@@ -54,6 +62,7 @@ struct ctl {
 	char express[4 * PATH_MAX];
 	char location[72];
 	bool full, force, json;
+	unsigned timeout_s;     /* drain: 0 waits for ever */
 	struct stack stack; /* open_backends() */
 };
 
@@ -63,9 +72,14 @@ static int usage(FILE *to)
 		"usage: novactl status [-o OPTS] [--json]\n"
 		"       novactl fsck [-o OPTS] [--full] [--force]\n"
 		"       novactl layout [-o OPTS] BUCKET/STREAM\n"
+		"       novactl drain [-o OPTS] [--timeout S] STAR\n"
 		"       novactl version\n"
 		"OPTS (comma-separated): data_dir=DIR, store=URL, express=URL;URL;...,\n"
 		"      location=ZONE, meta=URL (as for novafs)\n"
+		"drain: STAR takes no writer lease, hands its streams to other live stars\n"
+		"      and settles its chains; progress is printed until the terminate gate\n"
+		"      passes (exit 0), or --timeout S seconds (default 600; 0: none) pass\n"
+		"      (exit 1)\n"
 		"See novactl(8).\n");
 	return 2;
 }
@@ -505,6 +519,116 @@ static int cmd_layout(struct ctl *c, const char *path)
 	return 0;
 }
 
+/* ------------------------------------------------------------ drain */
+
+/* Where a draining star stands, from the metastore alone. */
+struct drain_state {
+	struct ctl *c;
+	const char *star;
+	bool live;                         /* its registry row exists */
+	uint64_t held, unsettled, markers;
+};
+
+/* An epoch of the star is settled when its chain is SETTLED: refs cover
+ * every record of it (a draining star closes its head epochs once it
+ * leads nothing, engine/handoff.h).  Its batch markers (bytes still in
+ * transit objects) are counted for the report only: any star's auditor
+ * group-settles a settled chain's markers later. */
+static int drain_chain(void *arg, const struct meta_chain *ch, uint64_t ver)
+{
+	struct drain_state *d = arg;
+	uint64_t markers = 0;
+	int rc;
+
+	(void)ver;
+	if (strcmp(ch->star, d->star))
+		return 0;
+	rc = meta_marker_list(d->c->stack.kv, ch->cls, ch->star, ch->epoch, count_markers,
+			      &markers);
+	if (rc)
+		return rc;
+	d->markers += markers;
+	if (ch->state != CHAIN_SETTLED)
+		d->unsettled++;
+	return 0;
+}
+
+static int drain_progress(struct ctl *c, const char *star, struct drain_state *d)
+{
+	struct meta_star row;
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	d->c = c;
+	d->star = star;
+	rc = meta_star_get(c->stack.kv, star, &row, NULL);
+	if (rc && rc != -ENOENT)
+		return rc;
+	d->live = rc == 0;
+	rc = meta_lease_count(c->stack.kv, star, &d->held);
+	if (!rc)
+		rc = meta_chain_list(c->stack.kv, drain_chain, d);
+	return rc;
+}
+
+static int cmd_drain(struct ctl *c, const char *star)
+{
+	time_t start = time(NULL), last = 0;
+	struct drain_state d, prev = { 0 };
+	bool first = true;
+	int rc = meta_star_check(star) ? -EINVAL : meta_star_set_state(c->stack.kv, star,
+									 STAR_DRAINING);
+
+	if (rc == -EINVAL) {
+		fprintf(stderr, "novactl: drain: '%s' is not a star id (1-32 of [a-z0-9-])\n", star);
+		return 2;
+	}
+	if (rc == -ENOENT) {
+		printf("novactl: drain %s: no such star is running; waiting for its epochs to be "
+		       "settled by the others\n", star);
+	} else if (rc) {
+		fprintf(stderr, "novactl: drain %s: marking its registry row draining failed: %s\n",
+			star, strerror(-rc));
+		return 1;
+	} else {
+		printf("novactl: drain %s: draining (it takes no writer lease and hands off the "
+		       "ones it holds)\n", star);
+	}
+	fflush(stdout);
+	for (;;) {
+		rc = drain_progress(c, star, &d);
+		if (rc) {
+			fprintf(stderr, "novactl: drain %s: reading the metastore failed: %s\n", star,
+				strerror(-rc));
+			return 1;
+		}
+		if (d.held == 0 && d.unsettled == 0) {
+			printf("novactl: drain %s: the terminate gate passed: it leads no stream and "
+			       "every epoch of its chains is settled (%" PRIu64 " batch marker(s) "
+			       "left for the other stars' settle passes)%s\n", star, d.markers,
+			       d.live ? "; stop it now (fusermount3 -u)" : "");
+			return 0;
+		}
+		if (first || d.held != prev.held || d.unsettled != prev.unsettled ||
+		    d.markers != prev.markers || time(NULL) - last >= 10) {
+			printf("novactl: drain %s: %" PRIu64 " stream(s) still held, %" PRIu64
+			       " epoch(s) unsettled (%" PRIu64 " batch marker(s) in transit)\n", star,
+			       d.held, d.unsettled, d.markers);
+			fflush(stdout);
+			last = time(NULL);
+			prev = d;
+			first = false;
+		}
+		if (c->timeout_s && time(NULL) - start >= (time_t)c->timeout_s) {
+			fprintf(stderr, "novactl: drain %s: the terminate gate did not pass within %u "
+				"s (%" PRIu64 " stream(s) held, %" PRIu64 " epoch(s) unsettled); it "
+				"stays draining\n", star, c->timeout_s, d.held, d.unsettled);
+			return 1;
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = 250 * 1000 * 1000 }, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct ctl c;
@@ -512,6 +636,7 @@ int main(int argc, char **argv)
 	int lock_fd = -1, ret;
 
 	memset(&c, 0, sizeof(c));
+	c.timeout_s = 600;
 	nv_default_data_dir(c.data_dir, sizeof(c.data_dir));
 	nv_log_level = NV_WARN;
 	if (argc < 2)
@@ -540,15 +665,23 @@ int main(int argc, char **argv)
 			c.force = true;
 		} else if (!strcmp(argv[i], "--json") && !strcmp(cmd, "status")) {
 			c.json = true;
-		} else if (!strcmp(cmd, "layout") && !arg) {
+		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc && !strcmp(cmd, "drain")) {
+			char *end;
+			unsigned long v = strtoul(argv[++i], &end, 10);
+
+			if (*end || !*argv[i] || v > 86400 * 30)
+				return usage(stderr);
+			c.timeout_s = (unsigned)v;
+		} else if ((!strcmp(cmd, "layout") || !strcmp(cmd, "drain")) && !arg) {
 			arg = argv[i];
 		} else {
 			return usage(stderr);
 		}
 	}
-	if (strcmp(cmd, "status") && strcmp(cmd, "fsck") && strcmp(cmd, "layout"))
+	if (strcmp(cmd, "status") && strcmp(cmd, "fsck") && strcmp(cmd, "layout") &&
+	    strcmp(cmd, "drain"))
 		return usage(stderr);
-	if (!strcmp(cmd, "layout") && !arg)
+	if ((!strcmp(cmd, "layout") || !strcmp(cmd, "drain")) && !arg)
 		return usage(stderr);
 	if (!strcmp(cmd, "fsck") && !c.store_url[0] && !c.force) {
 		char path[PATH_MAX + 8];
@@ -567,7 +700,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	ret = !strcmp(cmd, "status") ? cmd_status(&c)
-	      : !strcmp(cmd, "layout") ? cmd_layout(&c, arg) : cmd_fsck(&c);
+	      : !strcmp(cmd, "layout") ? cmd_layout(&c, arg)
+	      : !strcmp(cmd, "drain") ? cmd_drain(&c, arg) : cmd_fsck(&c);
 out:
 	stack_close(&c.stack);
 	if (lock_fd >= 0)

@@ -13,7 +13,8 @@
  * start_engine() (load_cluster(), then star_open(): recovery runs there,
  * then start_api()) -> mount_and_serve().
  * Shut-down order (mount_and_serve(), then teardown()): the loop ends ->
- * stop the star API (api_server_stop()) -> close the engine (flush, drain, absorb, mark epochs settled) while the
+ * release every writer lease with its flush and nudge the peers
+ * (leave_gracefully()) -> stop the star API (api_server_stop()) -> close the engine (flush, drain, absorb, mark epochs settled) while the
  * device is open -> unmount -> free.
  *
  * Invariants:
@@ -29,6 +30,8 @@
 #include "api/auth.h"
 #include "api/client.h"
 #include "api/server.h"
+#include "engine/plan.h"
+#include "engine/handoff.h"
 #include "engine/stack.h"
 #include "engine/star.h"
 #include "fs/fs.h"
@@ -475,6 +478,7 @@ static int check_mountpoint(const char *mnt)
 static int setup_process(struct daemon *d)
 {
 	const struct options *o = &d->o;
+	enum plan_vending vending;
 
 	if (check_mountpoint(d->fopts.mountpoint))
 		return -1;
@@ -489,6 +493,11 @@ static int setup_process(struct daemon *d)
 	}
 	if (nova_fs_check_durable(o->durable)) {
 		fprintf(stderr, "novafs: -o durable=%s: expected write or fsync\n", o->durable);
+		return -1;
+	}
+	if (plan_vending_parse(o->plan_vending, &vending)) {
+		fprintf(stderr, "novafs: -o plan_vending=%s: expected raw or signed\n",
+			o->plan_vending);
 		return -1;
 	}
 	if (stack_meta_check_valid(o->meta_check)) {
@@ -643,6 +652,7 @@ static int start_api(struct daemon *d, size_t max_body)
 	acfg.secret = d->secret;
 	acfg.star = d->st;
 	acfg.max_body = max_body;
+	acfg.max_conns = d->o.api_max_conns;
 	rc = api_server_start(&acfg, &d->api);
 	if (rc) {
 		fprintf(stderr, "novafs: cannot serve the star API on %s: %s\n", d->o.listen,
@@ -676,6 +686,8 @@ static int start_engine(struct daemon *d)
 		scfg.meta_check = "quick"; /* the table's default */
 	scfg.acked = nova_fs_acked;
 	scfg.acked_arg = d->fs;
+	scfg.trimmed = nova_fs_trimmed;
+	scfg.trimmed_arg = d->fs;
 	/* max_read must also be a mount option (libfuse docs). */
 	snprintf(mr, sizeof(mr), "-omax_read=%u", 1u << 20);
 	fuse_opt_add_arg(&d->args, mr);
@@ -744,6 +756,33 @@ static int run_loop(struct daemon *d)
 	return ret > 0 ? 0 : ret;
 }
 
+static int nudge_peer(void *arg, const char *id, const char *addr)
+{
+	struct daemon *d = arg;
+	int rc = api_client_nudge(d->client, addr, star_id(d->st));
+
+	nv_log(rc ? NV_WARN : NV_DEBUG, NV_SUB_MAIN, "closing: nudging star %s at %s: %s", id,
+	       addr, rc ? strerror(-rc) : "done");
+	return 0;
+}
+
+/* The graceful close's first half (DESIGN.md section 7 "Settlement
+ * drivers"), while the star API still answers so a redialed append
+ * finds the new holder: every writer lease released with its flush
+ * (handoff_leave()), then every live peer nudged to re-check its leases
+ * and settle the chains' batch markers now. */
+static void leave_gracefully(struct daemon *d)
+{
+	int rc = handoff_leave(d->st, NULL);
+
+	if (rc)
+		nv_log(NV_WARN, NV_SUB_MAIN, "closing: handing off failed (%s): what is left "
+		       "expires with the registry lease", strerror(-rc));
+	if (d->client && (rc = handoff_peers(d->st, nudge_peer, d)))
+		nv_log(NV_WARN, NV_SUB_MAIN, "closing: listing the peers to nudge failed: %s",
+		       strerror(-rc));
+}
+
 /* Mount, serve, and on the way out close the engine while the device is
  * still open, then unmount.  The exit status: 0 or 1. */
 static int mount_and_serve(struct daemon *d)
@@ -784,6 +823,7 @@ static int mount_and_serve(struct daemon *d)
 	 * and only then is the filesystem unmounted.  The star API first:
 	 * its appends are acked and its subscriptions ended while the
 	 * engine still runs. */
+	leave_gracefully(d);
 	api_server_stop(d->api);
 	d->api = NULL;
 	nova_fs_shutdown(d->fs);

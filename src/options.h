@@ -74,8 +74,12 @@
 	    "serve the star API here (several stars share one metastore)")                    \
 	STR(cluster_secret_file, "FILE", "none", STAR(cluster_secret_file),                   \
 	    "the cluster credential every star API request must carry")                       \
+	NUM(api_max_conns, u, "N", 256, 4, 4096, U_1, DAEMON(),                               \
+	    "star API connections at once (one thread each; a subscription holds one)")      \
 	NUM(star_lease_s, u, "N", 10, 2, 3600, U_1, STAR(star_lease_s),                       \
 	    "registry and writer lease TTL; acks stop at TTL - TTL/5 without a keepalive")    \
+	NUM(lease_idle_s, u, "N", 300, 0, DAYS(1), U_S, STAR(lease_idle_ns),                  \
+	    "release a stream's writer lease after its appends were idle this long (0: never)") \
 	NUM(backlog_mib, u, "N", 128, 1, 1u << 20, U_MIB, STAR(backlog_bytes),                \
 	    "admitted-but-unabsorbed budget")                                                 \
 	NUM(backlog_wait_s, u, "N", 60, 0, DAYS(1), U_S, STAR(backlog_wait_ns),              \
@@ -134,6 +138,10 @@
 	    "largest settled object")                                                         \
 	NUM(read_grace_s, u, "N", 30, 0, DAYS(1), U_S, STAR(read_grace_ns),                   \
 	    "delete retired slots and objects this late")                                     \
+	STR(plan_vending, "raw|signed", "raw", STAR(plan_vending),                             \
+	    "ReadPlan vends object keys and windows, or presigned GET URLs (S3 only)")        \
+	NUM(plan_ttl_s, u, "N", 30, 1, DAYS(1), U_S, STAR(plan_ttl_ns),                       \
+	    "a read plan's life; never beyond read_grace_s")                                  \
 	NUM(fetch_cache_mib, u, "N", 256, 16, 1u << 20, U_MIB, STAR(fetch_cache_bytes),       \
 	    "local scratch for one settle era")                                               \
 	STR(scratch_dir, "DIR", "DATA_DIR/scratch", STAR(scratch_dir),                        \

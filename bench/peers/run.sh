@@ -25,11 +25,22 @@
 # each (workload d's samples in OUT's .lat-PEER.txt files beside it);
 # bench/peers/plot.py then draws bench/peers/peers.png.
 #
+# d2 (the pseudo-peer novafs-stars): workload d across hosts: three novafs
+#    stars (A, B, C: each its own data directory, star id and listen=
+#    port) on the same RGW bucket and one etcd member (tests/etcd/etcd.sh),
+#    with a cluster secret; the writer appends on A; a follower reads B's
+#    .follow/ view (B subscribes at A, fs/rfollow.c) and, at the same
+#    time, the poll reader (stat every 10 ms, then read, as for s3fs and
+#    rclone) runs on C (default attr_timeout=1 s, no follower there):
+#    d_visible_latency is B's follower, d_stat_latency C's poll.
+# WORKLOADS="a b c d" (default) picks the workloads of the peers
+# novafs, s3fs and rclone (c needs b's file).
 # a2 (the pseudo-peer novafs-lifecycle): workload a on a fresh bucket
 #    with a 5 s age cap, timed until every record is settled and every
 #    chain slot deleted: requests and bytes of the whole lifecycle.
 # Options: N_SMALL, BIG_MIB, N_LAT, A_BUDGET_S (stop a after that many
-# seconds and note the count), PEERS="novafs s3fs rclone novafs-lifecycle".
+# seconds and note the count), WORKLOADS,
+# PEERS="novafs s3fs rclone novafs-lifecycle" (novafs-stars: add it).
 # Installs s3fs, rclone (and python3-matplotlib for the plot) with apt-get
 # when missing.  Leaves nothing running: every daemon is stopped by PID.
 set -euo pipefail
@@ -43,6 +54,7 @@ BIG_MIB=${BIG_MIB:-256}
 N_LAT=${N_LAT:-200}
 A_BUDGET_S=${A_BUDGET_S:-900}
 PEERS=${PEERS:-novafs s3fs rclone novafs-lifecycle}
+WORKLOADS=${WORKLOADS:-a b c d}
 OUT=${1:-$top/bench/results/peers-$(date +%Y%m%d-%H%M).txt}
 mkdir -p "$(dirname "$OUT")"
 
@@ -72,6 +84,7 @@ cleanup() {
 		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -0 "$p" 2>/dev/null && kill -9 "$p"
 	done
+	[ -d "$W/etcd" ] && "$top/tests/etcd/etcd.sh" stop "$W/etcd" >/dev/null 2>&1
 	s3_rgw_stop "$W/rgw"
 	rm -rf "$W"
 }
@@ -198,6 +211,8 @@ umount_all() {
 }
 
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+# has W: workload W is to run.
+has() { [[ " $WORKLOADS " == *" $1 "* ]]; }
 
 # Helpers for d.
 cat > "$W/lat_writer.py" <<'PY'
@@ -264,6 +279,20 @@ with open(out, "w") as f:
         f.write("%s\n" % (("%.6f" % seen[i]) if i in seen else "lost"))
 PY
 
+# lat_summary FILE: n, seen, lost and quantiles (ms) of lat_reader's FILE.
+lat_summary() {
+	python3 - "$1" <<'PY'
+import sys
+v = open(sys.argv[1]).read().split()
+lat = sorted(float(x) for x in v if x != "lost")
+lost = sum(1 for x in v if x == "lost")
+def q(p):
+    return lat[min(len(lat) - 1, int(p * len(lat)))] * 1000 if lat else float("nan")
+print("n=%d seen=%d lost=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f"
+      % (len(v), len(lat), lost, q(0.5), q(0.9), q(0.99), (lat[-1] * 1000 if lat else float("nan"))))
+PY
+}
+
 # ---------------------------------------------------------------- one peer
 run_peer() {
 	local p=$1 b="peers-$1" m=$W/$1/mnt m2=$W/$1/mnt2 dir t0 r0 r1 u0 u1 secs mk
@@ -272,57 +301,68 @@ run_peer() {
 	mount_"$p" "$b" "$m"
 	if [ "$p" = novafs ]; then mkdir "$m/b"; dir=$m/b; else dir=$m; fi
 
-	# a: N_SMALL echo >> appends of 100 bytes.
-	local line
-	line=$(printf 'x%.0s' $(seq 99))
-	read -r u0 _ < <(usage_rx); mk=$(log_mark)
-	t0=$(now)
-	local n_done=$N_SMALL
-	for ((i = 0; i < N_SMALL; i++)); do
-		echo "$line" >> "$dir/small"
-		if ((i % 100 == 99)) && awk -v a="$t0" -v b="$EPOCHREALTIME" -v m="$A_BUDGET_S" 'BEGIN { exit !(b - a > m) }'; then
-			n_done=$((i + 1))
-			log "$p: a stopped after $n_done appends (budget ${A_BUDGET_S} s)"
-			break
+	local line want td n_done
+	if has a; then
+		# a: N_SMALL echo >> appends of 100 bytes.
+		line=$(printf 'x%.0s' $(seq 99))
+		read -r u0 _ < <(usage_rx); mk=$(log_mark)
+		t0=$(now)
+		n_done=$N_SMALL
+		for ((i = 0; i < N_SMALL; i++)); do
+			echo "$line" >> "$dir/small"
+			if ((i % 100 == 99)) && awk -v a="$t0" -v b="$EPOCHREALTIME" -v m="$A_BUDGET_S" 'BEGIN { exit !(b - a > m) }'; then
+				n_done=$((i + 1))
+				log "$p: a stopped after $n_done appends (budget ${A_BUDGET_S} s)"
+				break
+			fi
+		done
+		secs=$(since "$t0")
+		# durable: rclone uploads later; wait until the object is whole.
+		want=$((n_done * 100))
+		if [ "$p" != novafs ]; then
+			until [ "$(obj_size "$b" small)" = "$want" ]; do sleep 0.2; done
 		fi
-	done
-	secs=$(since "$t0")
-	# durable: rclone uploads later; wait until the object is whole.
-	local want=$((n_done * 100)) td
-	if [ "$p" != novafs ]; then
-		until [ "$(obj_size "$b" small)" = "$want" ]; do sleep 0.2; done
+		td=$(since "$t0")
+		read -r u1 _ < <(usage_rx)
+		[ "$(stat -c %s "$dir/small")" = "$want" ] || log "WARNING: $p small is $(stat -c %s "$dir/small") bytes, expected $want"
+		result "$p a_small_appends n=$n_done bytes=$want secs=$secs durable_secs=$td per_append_ms=$(awk -v s="$secs" -v n="$n_done" 'BEGIN { printf "%.3f", s * 1000 / n }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") uploaded_bytes=$((u1 - u0)) upload_amplification=$(awk -v u=$((u1 - u0)) -v w="$want" 'BEGIN { printf "%.1f", u / w }')"
 	fi
-	td=$(since "$t0")
-	read -r u1 _ < <(usage_rx)
-	[ "$(stat -c %s "$dir/small")" = "$want" ] || log "WARNING: $p small is $(stat -c %s "$dir/small") bytes, expected $want"
-	result "$p a_small_appends n=$n_done bytes=$want secs=$secs durable_secs=$td per_append_ms=$(awk -v s="$secs" -v n="$n_done" 'BEGIN { printf "%.3f", s * 1000 / n }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") uploaded_bytes=$((u1 - u0)) upload_amplification=$(awk -v u=$((u1 - u0)) -v w="$want" 'BEGIN { printf "%.1f", u / w }')"
 
-	# b: BIG_MIB MiB with dd bs=1M, appended to a new file.
-	read -r u0 _ < <(usage_rx); mk=$(log_mark)
-	t0=$(now)
-	dd if="$W/big.src" of="$dir/big" bs=1M oflag=append conv=notrunc status=none
-	secs=$(since "$t0")
-	want=$((BIG_MIB * 1048576))
-	if [ "$p" != novafs ]; then
-		until [ "$(obj_size "$b" big)" = "$want" ]; do sleep 0.2; done
+	if has b; then
+		# b: BIG_MIB MiB with dd bs=1M, appended to a new file.
+		read -r u0 _ < <(usage_rx); mk=$(log_mark)
+		t0=$(now)
+		dd if="$W/big.src" of="$dir/big" bs=1M oflag=append conv=notrunc status=none
+		secs=$(since "$t0")
+		want=$((BIG_MIB * 1048576))
+		if [ "$p" != novafs ]; then
+			until [ "$(obj_size "$b" big)" = "$want" ]; do sleep 0.2; done
+		fi
+		td=$(since "$t0")
+		read -r u1 _ < <(usage_rx)
+		result "$p b_dd_append mib=$BIG_MIB secs=$secs durable_secs=$td mib_s=$(awk -v s="$td" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') dd_mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") uploaded_bytes=$((u1 - u0))"
 	fi
-	td=$(since "$t0")
-	read -r u1 _ < <(usage_rx)
-	result "$p b_dd_append mib=$BIG_MIB secs=$secs durable_secs=$td mib_s=$(awk -v s="$td" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') dd_mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") uploaded_bytes=$((u1 - u0))"
 
-	# c: cold read after remount + drop_caches.
-	umount_all
-	mount_"$p" "$b" "$m"
-	drop_caches
-	mk=$(log_mark)
-	t0=$(now)
-	dd if="$dir/big" of="$W/big.read" bs=1M status=none
-	secs=$(since "$t0")
-	cmp -s "$W/big.read" "$W/big.src" && ok=identical || ok=DIFFERENT
-	rm -f "$W/big.read"
-	result "$p c_cold_read mib=$BIG_MIB secs=$secs mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") content=$ok"
+	if has c; then
+		# c: cold read after remount + drop_caches.
+		umount_all
+		mount_"$p" "$b" "$m"
+		drop_caches
+		mk=$(log_mark)
+		t0=$(now)
+		dd if="$dir/big" of="$W/big.read" bs=1M status=none
+		secs=$(since "$t0")
+		cmp -s "$W/big.read" "$W/big.src" && ok=identical || ok=DIFFERENT
+		rm -f "$W/big.read"
+		result "$p c_cold_read mib=$BIG_MIB secs=$secs mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") content=$ok"
+	fi
 
 	# d: append-to-visible latency.
+	if ! has d; then
+		umount_all
+		s3_rgw_bucket_purge "$W/rgw" "$b" || log "could not purge $b"
+		return 0
+	fi
 	local rpath
 	if [ "$p" = novafs ]; then
 		rpath=$m/.follow/b/lat
@@ -345,17 +385,7 @@ run_peer() {
 	kill -0 "$rd" 2>/dev/null && { log "$p: latency reader still waiting 90 s after the writer: killed"; kill "$rd"; }
 	wait "$rd" 2>/dev/null || true
 	cp "$W/lat.$p" "$(dirname "$OUT")/$(basename "$OUT" .txt).lat-$p.txt" 2>/dev/null || true
-	result "$p d_visible_latency $(python3 - "$W/lat.$p" <<'PY'
-import sys
-v = open(sys.argv[1]).read().split()
-lat = sorted(float(x) for x in v if x != "lost")
-lost = sum(1 for x in v if x == "lost")
-def q(p):
-    return lat[min(len(lat) - 1, int(p * len(lat)))] * 1000 if lat else float("nan")
-print("n=%d seen=%d lost=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f"
-      % (len(v), len(lat), lost, q(0.5), q(0.9), q(0.99), (lat[-1] * 1000 if lat else float("nan"))))
-PY
-)"
+	result "$p d_visible_latency $(lat_summary "$W/lat.$p")"
 	umount_all
 	s3_rgw_bucket_purge "$W/rgw" "$b" || log "could not purge $b"
 }
@@ -393,8 +423,61 @@ run_novafs_lifecycle() {
 	s3_rgw_bucket_purge "$W/rgw" "$b" || log "could not purge $b"
 }
 
+# free_port: a TCP port on 127.0.0.1 nobody listens on now.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# d2 (novafs-stars): workload d across three stars on one bucket.
+run_novafs_stars() {
+	local b=peers-novafs-stars n rd rc i common
+	log "=== novafs stars (d2)"
+	s3_rgw_bucket_create "$b"
+	[ -d "$W/etcd" ] || "$top/tests/etcd/etcd.sh" start "$W/etcd" 1 > "$W/etcd.env"
+	. "$W/etcd/env.sh"
+	head -c 32 /dev/urandom | base64 > "$W/secret"
+	chmod 600 "$W/secret"
+	common="store=$(s3_rgw_url "$b"),meta=$NOVAFS_ETCD_URL,cluster_secret_file=$W/secret"
+	for i in a b c; do
+		mkdir -p "$W/stars/$i.mnt" "$W/stars/$i.data"
+		"$NOVAFS" -f -o "data_dir=$W/stars/$i.data,star=s$i,listen=127.0.0.1:$(free_port),$common" \
+			"$W/stars/$i.mnt" >> "$W/novafs-stars-$i.log" 2>&1 &
+		PIDS+=($!)
+		wait_mount "$W/stars/$i.mnt" "$!"
+	done
+	mkdir "$W/stars/a.mnt/b"
+	: > "$W/stars/a.mnt/b/lat" # A leads it; B and C find it
+	n=100
+	until [ -e "$W/stars/b.mnt/.follow/b/lat" ] && [ -e "$W/stars/c.mnt/b/lat" ]; do
+		((n-- > 0)) || { log "d2: the stream did not show on B and C"; break; }
+		sleep 0.1
+	done
+	rm -f "$W"/lat.novafs-stars*
+	python3 "$W/lat_reader.py" "$W/stars/b.mnt/.follow/b/lat" "$N_LAT" follow "$W/lat.novafs-stars" 30 &
+	rd=$!
+	python3 "$W/lat_reader.py" "$W/stars/c.mnt/b/lat" "$N_LAT" poll "$W/lat.novafs-stars-stat" 30 &
+	rc=$!
+	sleep 0.5
+	python3 "$W/lat_writer.py" "$W/stars/a.mnt/b/lat" "$N_LAT" 0.05
+	: > "$W/lat.novafs-stars.writer-done"
+	: > "$W/lat.novafs-stars-stat.writer-done"
+	for p in $rd $rc; do
+		n=900
+		while kill -0 "$p" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
+		kill -0 "$p" 2>/dev/null && { log "d2: reader $p still waiting 90 s after the writer: killed"; kill "$p"; }
+		wait "$p" 2>/dev/null || true
+	done
+	for f in novafs-stars novafs-stars-stat; do
+		cp "$W/lat.$f" "$(dirname "$OUT")/$(basename "$OUT" .txt).lat-$f.txt" 2>/dev/null || true
+	done
+	result "novafs-stars d_visible_latency $(lat_summary "$W/lat.novafs-stars") (writer on A, follower on B's .follow/)"
+	result "novafs-stars d_stat_latency $(lat_summary "$W/lat.novafs-stars-stat") (writer on A, stat+read poll on C, attr_timeout=1)"
+	umount_all
+	s3_rgw_bucket_purge "$W/rgw" "$b" || log "could not purge $b"
+}
+
 # ---------------------------------------------------------------- run
-head -c $((BIG_MIB * 1048576)) /dev/urandom > "$W/big.src"
+has b && head -c $((BIG_MIB * 1048576)) /dev/urandom > "$W/big.src"
 {
 	echo "# novafs peers benchmark $(date -Is)"
 	echo "# machine: $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'), kernel $(uname -r)"
@@ -405,8 +488,12 @@ head -c $((BIG_MIB * 1048576)) /dev/urandom > "$W/big.src"
 for p in $PEERS; do
 	case $p in
 	novafs-lifecycle) run_novafs_lifecycle ;;
+	novafs-stars) run_novafs_stars ;;
 	*) run_peer "$p" ;;
 	esac
 done
 log "raw results in $OUT"
-/usr/bin/python3 "$here/plot.py" "$OUT" "$here/peers.png" >&2 || log "plot failed (python3-matplotlib?)"
+# The plot needs every workload of novafs, s3fs and rclone.
+if [ "$WORKLOADS" = "a b c d" ]; then
+	/usr/bin/python3 "$here/plot.py" "$OUT" "$here/peers.png" >&2 || log "plot failed (python3-matplotlib?)"
+fi

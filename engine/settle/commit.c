@@ -11,9 +11,13 @@
  *
  * Invariants:
  *  1. The CAS is on the pivot row (the window's first span ref, or the
- *     catalog row holding the tail object) at the version read; a pivot
- *     that moved since makes the job -ECANCELED with nothing written,
- *     and the next pass re-runs it.
+ *     catalog row holding the tail object) at the version read, and on
+ *     the row on the other side of the window's start (with a tail, the
+ *     first span ref; without, a catalog row before the window): two
+ *     settlers of one chain (a star's own head and the duty, or two duty
+ *     holders) may commit the same records, one extending the tail and
+ *     one at the span ref.  Either that moved since makes the job
+ *     -ECANCELED with nothing written, and the next pass re-runs it.
  *  2. The covered span refs are deleted only after the CAS, ascending,
  *     each with its byte twin; a crash in between is resumed by
  *     settle_job_resume().
@@ -166,18 +170,49 @@ static int pivot_version(const struct settle_job *j, uint64_t *ver)
 	return rc;
 }
 
+/* The other row the CAS compares (invariant 1): with a tail, the
+ * window's first span ref at the version the window read; without one,
+ * a catalog row before the window, at its version now if it still ends
+ * where the window starts.  0 and *key, *ver (*key UINT64_MAX: none),
+ * -ECANCELED when it moved, or -errno. */
+static int second_version(const struct settle_job *j, uint64_t *key, uint64_t *ver)
+{
+	struct meta_ref cur;
+	int rc;
+
+	*key = UINT64_MAX;
+	if (j->have_tail) {
+		*key = j->w.refs[0].first_seq;
+		*ver = j->w.vers[0];
+		return 0;
+	}
+	if (!j->have_prev || j->prev.kind != META_REF_CATALOG)
+		return 0;
+	meta_ref_init(&cur);
+	rc = meta_ref_get(j->e->cfg->kv, j->es->id, j->prev.first_seq, &cur, ver);
+	if (rc == -ENOENT || (!rc && (cur.kind != META_REF_CATALOG ||
+				      cur.end_seq != j->prev.end_seq)))
+		rc = -ECANCELED; /* another settler extended or re-keyed it */
+	meta_ref_clear(&cur);
+	if (!rc)
+		*key = j->prev.first_seq;
+	return rc;
+}
+
 /* PUBLISHED -> COMMITTED: the one CAS (invariant 1). */
 int settle_job_commit(struct settle_job *j)
 {
 	const struct settle_cfg *cfg = j->e->cfg;
 	struct kv_txn *t;
-	uint64_t pivot_ver;
+	uint64_t pivot_ver, key2, ver2 = 0;
 	int rc;
 
 	assert_job_state(j, JOB_PUBLISHED);
 	rc = build_rows(j);
 	if (!rc)
 		rc = pivot_version(j, &pivot_ver);
+	if (!rc)
+		rc = second_version(j, &key2, &ver2);
 	if (!rc && j->nextra)
 		rc = put_extra_rows(j);
 	if (!rc && j->nextra)
@@ -188,6 +223,8 @@ int settle_job_commit(struct settle_job *j)
 	if (!t)
 		return -ENOMEM;
 	rc = meta_ref_txn_cmp_ver(t, j->es->id, j->pivot_seq, pivot_ver);
+	if (!rc && key2 != UINT64_MAX)
+		rc = meta_ref_txn_cmp_ver(t, j->es->id, key2, ver2);
 	if (!rc && cfg->lease_ver) { /* a former leader commits nothing */
 		uint64_t lv = cfg->lease_ver(cfg->arg, j->es->id, &j->e->chain);
 

@@ -18,6 +18,10 @@
  *     read, with its byte twin (meta_ref_txn_del_ver()), up to
  *     DELETE_TXN_REFS of them per transaction in ascending order; a lost
  *     race is skipped, not an error.
+ *  4. A catalog row before the window that already reaches into it
+ *     (another settler of the chain committed since the resume) makes
+ *     the load -ECANCELED: the window is never settled a second time
+ *     (commit.c invariant 1 for a commit racing the load).
  *
  * Threads: a job is its worker's own (job.h).
  */
@@ -432,6 +436,11 @@ int settle_job_load(struct settle_job *j)
 				settle_job_done(j, RESIDUE);
 				return 0;
 			}
+			if (j->prev.kind == META_REF_CATALOG &&
+			    j->prev.end_seq > w->refs[0].first_seq)
+				return -ECANCELED; /* another settler's row covers the
+						    * window since the resume: the
+						    * next pass resumes past it */
 		} else if (rc != -ENOENT) {
 			return rc;
 		}

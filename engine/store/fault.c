@@ -135,6 +135,14 @@ static int f_get_range(void *be, const char *key, uint64_t off, size_t len, void
 	return 0;
 }
 
+/* Signing sends nothing: no fault applies. */
+static int f_presign(void *be, const char *key, unsigned ttl_s, struct nv_buf *url)
+{
+	struct fault_be *f = be;
+
+	return store_presign(f->inner, key, ttl_s, url);
+}
+
 static int f_head(void *be, const char *key, uint64_t *size)
 {
 	struct fault_be *f = be;
@@ -252,6 +260,7 @@ static const struct store_backend_ops fault_ops = {
 	.mpu_copy_part = f_mpu_copy_part,
 	.mpu_complete = f_mpu_complete,
 	.mpu_abort = f_mpu_abort,
+	.presign = f_presign,
 };
 
 static int parse_prob(const char *v, double *out)

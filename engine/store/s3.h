@@ -28,6 +28,19 @@
  *                           UNSIGNED-PAYLOAD + Content-MD5 (default 0)
  *   list_max_keys=N         ListObjectsV2 page size, 1..1000 (default 1000)
  *   ca_file=PATH            CA bundle for https endpoints
+ *   cache=URL[+URL...]      the object cache tier: caching proxies
+ *                           (http://host:port each, at most 64; nginx as
+ *                           tests/cache/nginx.sh sets it up) that ranged
+ *                           gets go through, chosen per (object, page) by
+ *                           a ring hash with bounded loads, straight to
+ *                           the bucket when a proxy fails (s3/cache.c)
+ *   cache_auth_file=PATH    the proxies' token (16..256 printable bytes,
+ *                           mode 0600); required with cache=
+ *   cache_slice_kib=N       the proxies' slice size, one page (default 1024)
+ *   cache_hedge_ms=N        no byte from a proxy by then: go direct
+ *                           (default 500)
+ *   cache_eps_pct=N         bounded load: a proxy takes at most
+ *                           (100 + N)% of the average load (default 25)
  *
  * Values are percent-decoded (%XX); '+' is literal.  Anything unknown,
  * repeated or malformed is -EINVAL with a log line naming it.  Opening

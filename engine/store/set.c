@@ -547,6 +547,11 @@ static int r_head(void *be, const char *key, uint64_t *size)
 	return store_head(route(be, key), key, size);
 }
 
+static int r_presign(void *be, const char *key, unsigned ttl_s, struct nv_buf *url)
+{
+	return store_presign(route(be, key), key, ttl_s, url);
+}
+
 static int r_read_copies(void *be, const char *key, store_copy_fn fn, void *arg)
 {
 	return store_read_copies(route(be, key), key, fn, arg);
@@ -677,6 +682,7 @@ static const struct store_backend_ops route_ops = {
 	.mpu_copy_part = r_mpu_copy_part,
 	.mpu_complete = r_mpu_complete,
 	.mpu_abort = r_mpu_abort,
+	.presign = r_presign,
 };
 
 int store_route_new(struct store *std, struct store *express, struct store **out)

@@ -342,6 +342,15 @@ int store_head(struct store *s, const char *key, uint64_t *size)
 	return count_err(s, rc, ENOENT);
 }
 
+int store_presign(struct store *s, const char *key, unsigned ttl_s, struct nv_buf *url)
+{
+	int rc = key_ok(s, "presign", key);
+
+	if (rc == 0)
+		rc = s->ops->presign ? s->ops->presign(s->be, key, ttl_s, url) : -ENOTSUP;
+	return rc;
+}
+
 int store_delete(struct store *s, const char *const *keys, size_t n)
 {
 	int rc = 0;

@@ -43,6 +43,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "src/base/buf.h"
 #include "src/base/urlscheme.h"
 
 struct store;     /* one opened backend; opaque */
@@ -176,6 +177,16 @@ int store_mpu_complete(struct store_mpu *m, unsigned flags)
 	__attribute__((warn_unused_result));
 void store_mpu_abort(struct store_mpu *m);
 
+/*
+ * A time-limited URL that GETs key without credentials (an S3 presigned
+ * GET, DESIGN.md section 8 "signed" vending), valid for ttl_s seconds
+ * from now, appended to url.  -ENOTSUP for a backend that cannot sign
+ * (the directory store), -EINVAL (bad key, ttl_s out of the backend's
+ * range), -E2BIG / -ENOMEM (url's limit).  Contacts no server.
+ */
+int store_presign(struct store *s, const char *key, unsigned ttl_s, struct nv_buf *url)
+	__attribute__((warn_unused_result));
+
 /* 0 when key is a valid object key (invariant 5), else -EINVAL. */
 int store_key_check(const char *key) __attribute__((warn_unused_result));
 
@@ -214,6 +225,8 @@ struct store_backend_ops {
 			     const char *src_key, uint64_t off, uint64_t len);
 	int (*mpu_complete)(void *be, void *upload, unsigned flags); /* frees upload */
 	void (*mpu_abort)(void *be, void *upload);                   /* frees upload */
+	/* Optional: store_presign(); without it -ENOTSUP. */
+	int (*presign)(void *be, const char *key, unsigned ttl_s, struct nv_buf *url);
 };
 
 /*

@@ -26,7 +26,10 @@
  *     in kv_lease is alive (same boot, deadline in the future); a put
  *     without a lease or a delete removes the key's kv_lkey row.  Reads
  *     and commits sweep leases that are past due first, so no read
- *     returns a key of an expired lease.
+ *     returns a key of an expired lease; a read whose sweep could not
+ *     write (a full disk) still answers, through a statement that hides
+ *     the keys of leases past due (sq_read_sweep()): a read never fails
+ *     because a sweep failed.
  *  6. Every watch in be->watches is fired after each commit that wrote a
  *     key under its prefix and after each sweep that deleted anything.
  */
@@ -68,7 +71,14 @@ enum w_stmt {
 	W_COUNT
 };
 
-enum r_stmt { R_GET, R_FLOOR, R_RANGE_ASC, R_RANGE_DESC, R_COUNT };
+/* The _LIVE forms hide keys of leases past due (?8: now, ?9: boot); a
+ * read uses them when the sweep before it failed (invariant 5). */
+enum r_stmt {
+	R_GET, R_FLOOR, R_RANGE_ASC, R_RANGE_DESC,
+	R_GET_LIVE, R_FLOOR_LIVE, R_RANGE_ASC_LIVE, R_RANGE_DESC_LIVE,
+	R_COUNT
+};
+#define R_LIVE (R_GET_LIVE - R_GET) /* R_x + R_LIVE: R_x_LIVE */
 
 #define SQ_MAX_STMT ((int)W_COUNT > (int)R_COUNT ? (int)W_COUNT : (int)R_COUNT)
 
@@ -137,6 +147,13 @@ int sq_rev_get(struct sq_be *be, uint64_t *rev);
 int sq_lease_sweep(struct sq_be *be);
 /* Lock not held: sweep when the earliest deadline has passed. */
 int sq_lease_sweep_due(struct sq_be *be);
+/* Before a read (lock not held): sq_lease_sweep_due(); 0 when the read
+ * may use its plain statement, R_LIVE when the sweep failed (logged,
+ * rate-limited) and it must use the _LIVE form. */
+int sq_read_sweep(struct sq_be *be);
+/* Bind the _LIVE statement's ?8 (now) and ?9 (boot).  SQLITE_OK or an
+ * SQLite error. */
+int sq_live_bind(struct sq_be *be, sqlite3_stmt *st);
 /* Writer lock held, inside the commit's transaction: bind op's key to its
  * lease (-ENOLCK when lost) or unbind it. */
 int sq_lease_bind(struct sq_be *be, const struct kv_op *op);

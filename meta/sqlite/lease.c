@@ -20,6 +20,7 @@
 #include "config.h"
 #include "meta/sqlite/internal.h"
 #include "src/base/clock.h"
+#include "src/base/failpoint.h"
 #include "src/base/log.h"
 
 #include <errno.h>
@@ -181,6 +182,33 @@ int sq_lease_sweep_due(struct sq_be *be)
 		err = sq_lease_sweep(be);
 	sq_writer_unlock(be);
 	return err;
+}
+
+int sq_read_sweep(struct sq_be *be)
+{
+	static struct nv_ratelimit rl;
+	int err;
+
+	if (atomic_load(&be->lease_due) > nv_now_mono_ns())
+		return 0;
+	err = NV_FP("meta.sweep");
+	if (!err)
+		err = sq_lease_sweep_due(be);
+	if (!err)
+		return 0;
+	nv_log_ratelimited(&rl, NV_WARN, NV_SUB_META,
+			   "sqlite %s: sweeping expired leases failed (%s); reads hide their "
+			   "keys until a sweep succeeds", be->path, strerror(-err));
+	return R_LIVE;
+}
+
+int sq_live_bind(struct sq_be *be, sqlite3_stmt *st)
+{
+	int rc = sqlite3_bind_int64(st, 8, (sqlite3_int64)nv_now_mono_ns());
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(st, 9, be->boot, -1, SQLITE_STATIC);
+	return rc;
 }
 
 int sq_lease_bind(struct sq_be *be, const struct kv_op *op)

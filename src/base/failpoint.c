@@ -31,6 +31,7 @@ const char *const nv_fp_names[] = {
 	"recover.after_fence",   /* the fence object is down, the cut not recorded */
 	"recover.after_slot",    /* a batch of a stopped chain's slots was absorbed */
 	"recover.before_settled", /* the walk is done, chain not yet marked */
+	"auditor.before_restart", /* a halted class is about to be restarted */
 	"settle.after_publish",  /* a stream's objects are published, not committed */
 	"settle.after_rows",     /* non-pivot catalog rows are written, no CAS yet */
 	"settle.after_commit",   /* the visibility CAS is done, refs not deleted */
@@ -45,6 +46,7 @@ const char *const nv_fp_names[] = {
 	"dir.seg_write",         /* dir store: a slot record, before its write */
 	"dir.seg_sync",          /* dir store: a segment, before its fdatasync */
 	"meta.commit",           /* any metastore transaction commit */
+	"meta.sweep",            /* SQLite: a read's sweep of expired leases */
 	NULL,
 };
 

@@ -74,6 +74,13 @@ int nv_log_set_debug(const char *spec, const char **bad, int *badlen)
 	return 0;
 }
 
+static const char *log_ident = "novafs";
+
+void nv_log_set_ident(const char *ident)
+{
+	log_ident = ident;
+}
+
 void nv_log_use_syslog(const char *ident)
 {
 	openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
@@ -94,10 +101,10 @@ void nv_log_emit(enum nv_level level, enum nv_subsys sub, const char *fmt, ...)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		gmtime_r(&ts.tv_sec, &tm);
 		n = snprintf(line, sizeof(line),
-			     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ novafs[%d] ",
+			     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s[%d] ",
 			     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 			     tm.tm_hour, tm.tm_min, tm.tm_sec,
-			     ts.tv_nsec / 1000000, (int)getpid());
+			     ts.tv_nsec / 1000000, log_ident, (int)getpid());
 	}
 	n += snprintf(line + n, sizeof(line) - (size_t)n, "%s %s: ",
 		      level_names[level], nv_log_subsys_name(sub));

@@ -53,6 +53,9 @@ extern unsigned nv_log_debug_mask;
 int nv_log_set_debug(const char *spec, const char **bad, int *badlen)
 	__attribute__((warn_unused_result));
 
+/* The program name of stderr lines (static string; default "novafs"). */
+void nv_log_set_ident(const char *ident);
+
 /* Send lines to syslog instead of stderr (daemon mode). */
 void nv_log_use_syslog(const char *ident);
 

@@ -101,19 +101,8 @@ start_member() {
 
 member_alive() { kill -0 "$(cat "$dir/m$1.pid")" 2>/dev/null; }
 
-do_start() {
-	n=${1:-1}; tls=${2:-}
-	[ "$n" = 1 ] || [ "$n" = 3 ] || { log "N must be 1 or 3"; exit 2; }
-	install_etcd
-	mkdir -p "$dir"
-	scheme=http; cflags=""
-	if [ "$tls" = tls ]; then
-		command -v openssl >/dev/null 2>&1 || { log "no openssl"; exit 77; }
-		make_certs
-		scheme=https
-		cflags="--cert-file $dir/server.pem --key-file $dir/server.key"
-		cflags="$cflags --client-cert-auth --trusted-ca-file $dir/ca.pem"
-	fi
+# Ports for n members, their commands, the members started, env.sh.
+start_cluster() {
 	cluster=""; eps=""; ctleps=""
 	i=1
 	while [ "$i" -le "$n" ]; do
@@ -151,7 +140,63 @@ do_start() {
 		echo "NOVAFS_ETCD_CTL='env ETCDCTL_API=3 etcdctl $ctlflags'; export NOVAFS_ETCD_CTL"
 	} >"$dir/env.sh"
 	echo "$n" >"$dir/n"
-	wait_for "etcd endpoints healthy" ctl endpoint health || { do_stop_keep; exit 1; }
+}
+
+# Wait, at most WAIT_S seconds, until the endpoints are healthy; a
+# member that exits fails the wait at once (no use waiting it out).
+wait_healthy() {
+	end=$(( $(date +%s) + WAIT_S ))
+	while :; do
+		i=1
+		while [ "$i" -le "$n" ]; do
+			member_alive "$i" || { log "member m$i exited"; return 1; }
+			i=$((i + 1))
+		done
+		ctl endpoint health >/dev/null 2>&1 && return 0
+		[ "$(date +%s)" -lt "$end" ] || { log "timed out waiting for etcd endpoints healthy"; return 1; }
+		sleep 0.1
+	done
+}
+
+do_start() {
+	n=${1:-1}; tls=${2:-}
+	[ "$n" = 1 ] || [ "$n" = 3 ] || { log "N must be 1 or 3"; exit 2; }
+	install_etcd
+	mkdir -p "$dir"
+	scheme=http; cflags=""
+	if [ "$tls" = tls ]; then
+		command -v openssl >/dev/null 2>&1 || { log "no openssl"; exit 77; }
+		make_certs
+		scheme=https
+		cflags="--cert-file $dir/server.pem --key-file $dir/server.key"
+		cflags="$cflags --client-cert-auth --trusted-ca-file $dir/ca.pem"
+	fi
+	# free_port's ports are free when asked, not when etcd binds them:
+	# a member that exits because another process took its port in
+	# between is started again, with the whole cluster on new ports
+	# (three tries).  Any other failure prints every member's log tail.
+	try=1
+	while :; do
+		start_cluster
+		if wait_healthy; then
+			break
+		fi
+		do_stop_keep
+		if [ "$try" -lt 3 ] && grep -qi 'address already in use' "$dir"/m*.log 2>/dev/null; then
+			log "a member lost its port to another process (try $try of 3); new ports"
+			i=1
+			while [ "$i" -le "$n" ]; do rm -rf "$dir/m$i"; i=$((i + 1)); done
+			try=$((try + 1))
+			continue
+		fi
+		i=1
+		while [ "$i" -le "$n" ]; do
+			log "member m$i: the last lines of $dir/m$i.log:"
+			tail -n 15 "$dir/m$i.log" >&2 || true
+			i=$((i + 1))
+		done
+		exit 1
+	done
 	cat "$dir/env.sh"
 }
 

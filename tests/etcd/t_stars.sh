@@ -25,67 +25,25 @@
 #      B reads every acked record exactly once and in order, nothing
 #      nobody wrote, B's own, and A reads the same bytes, in the follow
 #      view too.
-# Members come from tests/etcd/etcd.sh (stopped by PID in the trap).
+# Set-up and cleanup: tests/etcd/stars_lib.sh.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$TESTLIB"
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/etcd/stars_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/stars_lib.sh"
 nv_init
-ED=$NV_TMP/etcd
-"$here/etcd.sh" start "$ED" 1 > "$NV_TMP/etcd.env" || exit $?
-nv_bg "$(cat "$ED/m1.pid")"
-. "$ED/env.sh"
-
-SHARED=$NV_TMP/shared
+nv_stars_init
+SEC=$NV_SECRET
+COMMON="$NV_STARS_BASE,attr_timeout=0"
 MB=$NV_TMP/mnt-b
 DB=$NV_TMP/data-b
-LOGB=$NV_TMP/novafs-b.log
-mkdir -p "$SHARED" "$MB" "$DB"
-: > "$LOGB"
-SEC=$NV_TMP/secret
-head -c 32 /dev/urandom | base64 > "$SEC"
-chmod 600 "$SEC"
-COMMON="store=dir:$SHARED,meta=$NOVAFS_ETCD_URL,star_lease_s=2,put_timeout_s=2,attr_timeout=0"
-B_PID=
-C_PID=
-stars_cleanup() {
-	local rc=$?
-	if [ -n "$C_PID" ]; then
-		timeout 10 fusermount3 -u "$MC" 2>/dev/null || kill -9 "$C_PID" 2>/dev/null || true
-		kill -9 "$C_PID" 2>/dev/null || true
-		timeout 10 fusermount3 -uz "$MC" 2>/dev/null || true
-	fi
-	if [ -n "$B_PID" ]; then
-		kill -CONT "$B_PID" 2>/dev/null || true
-		timeout 10 fusermount3 -u "$MB" 2>/dev/null || kill -9 "$B_PID" 2>/dev/null || true
-		for _ in $(seq 100); do kill -0 "$B_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$B_PID" 2>/dev/null || true
-		timeout 10 fusermount3 -uz "$MB" 2>/dev/null || true
-	fi
-	[ -n "${NV_PID:-}" ] && kill -CONT "$NV_PID" 2>/dev/null || true
-	(exit $rc)
-	nv_cleanup
-}
-trap stars_cleanup EXIT
-
 start_b() {
-	nv_spawn_star "$MB" "$LOGB" "data_dir=$DB,star=sb,cluster_secret_file=$SEC,$COMMON"
+	nv_star b "cluster_secret_file=$SEC,$COMMON"
 	B_PID=$NV_STAR_PID
 }
 
 # append FILE TEXT: one write(); prints OK or the errno name.
-append() {
-	python3 - "$1" "$2" <<'PY'
-import errno, os, sys
-try:
-    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.write(fd, sys.argv[2].encode())
-    os.close(fd)
-    print("OK")
-except OSError as e:
-    print(errno.errorcode.get(e.errno, str(e.errno)))
-PY
-}
+append() { nv_stars_append "$@"; }
 
 nv_start_star "star=sa,cluster_secret_file=$SEC,$COMMON"
 start_b
@@ -118,7 +76,7 @@ LOGC=$NV_TMP/novafs-c0.log
 mkdir -p "$MC" "$DC"
 "$NOVAFS" -f -o "data_dir=$DC,star=sc,$COMMON" "$MC" > "$LOGC" 2>&1 &
 C_PID=$!
-nv_own "$C_PID"
+nv_star_own "$C_PID" "$MC"
 nv_await 30 "star C (no secret) mounts $MC" mountpoint -q "$MC"
 r=$(append "$MC/b/s" "c refused
 ")
@@ -129,7 +87,6 @@ cmp "$MA/b/s" "$NV_TMP/want.s" || fail "C's refused append changed the stream"
 fusermount3 -u "$MC"
 nv_await 30 "star C exits" bash -c "! kill -0 $C_PID 2>/dev/null"
 wait "$C_PID" || fail "star C exited with status $? after a clean unmount"
-C_PID=
 say "ok: a mount without cluster_secret_file gets EHOSTUNREACH and says why"
 
 # 2. A second star on B's data directory is refused (its lock), and so
@@ -272,5 +229,4 @@ nv_stop
 fusermount3 -u "$MB"
 nv_await 30 "star B exits" bash -c "! kill -0 $B_PID 2>/dev/null"
 wait "$B_PID" || fail "star B exited with status $? after a clean unmount"
-B_PID=
 say "ok: both stars closed cleanly"

@@ -17,52 +17,28 @@
 #      included, is present exactly once; no record nobody wrote; stars 1
 #      and 2 read identical bytes.
 # Each record is "w<writer>.<round> <n> <pad>\n", unique and naming its
-# writer.  Members come from tests/etcd/etcd.sh (stopped by PID in the
-# trap).
+# writer.  Set-up and cleanup: tests/etcd/stars_lib.sh.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$TESTLIB"
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/etcd/stars_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/stars_lib.sh"
 nv_init
-ED=$NV_TMP/etcd
-"$here/etcd.sh" start "$ED" 1 > "$NV_TMP/etcd.env" || exit $?
-nv_bg "$(cat "$ED/m1.pid")"
-. "$ED/env.sh"
+nv_stars_init
 
 N=${NV_THREE_RECORDS:-200}
-SHARED=$NV_TMP/shared
-SEC=$NV_TMP/secret
-mkdir -p "$SHARED"
-head -c 32 /dev/urandom | base64 > "$SEC"
-chmod 600 "$SEC"
-COMMON="store=dir:$SHARED,meta=$NOVAFS_ETCD_URL,star_lease_s=2,put_timeout_s=2,attr_timeout=0"
-COMMON="$COMMON,cluster_secret_file=$SEC"
+COMMON="$NV_STARS_COMMON,attr_timeout=0"
 declare -a M P L
+# star I: star sI on its own mount, data directory, log and port.
+star() {
+	nv_star "$1" "$COMMON"
+	M[$1]=${NV_STAR_MNT[$1]}
+	L[$1]=${NV_STAR_LOG[$1]}
+	P[$1]=$NV_STAR_PID
+}
+nv_star_lead 0 "$COMMON"
 M[0]=$MNT
 L[0]=$LOG
-three_cleanup() {
-	local rc=$? i
-	for i in 1 2; do
-		[ -n "${P[i]:-}" ] || continue
-		timeout 10 fusermount3 -u "${M[i]}" 2>/dev/null || kill -9 "${P[i]}" 2>/dev/null || true
-		nv_wait_pid_exit "${P[i]}" 10 || kill -9 "${P[i]}" 2>/dev/null || true
-		timeout 10 fusermount3 -uz "${M[i]}" 2>/dev/null || true
-	done
-	(exit $rc)
-	nv_cleanup
-}
-trap three_cleanup EXIT
-
-# star I: its own mount, data directory, log, id and port.
-star() {
-	local i=$1
-	M[i]=$NV_TMP/mnt-$i
-	L[i]=$NV_TMP/novafs-$i.log
-	mkdir -p "${M[i]}" "$NV_TMP/data-$i"
-	nv_spawn_star "${M[i]}" "${L[i]}" "data_dir=$NV_TMP/data-$i,star=s$i,$COMMON"
-	P[i]=$NV_STAR_PID
-}
-nv_start_star "star=s0,$COMMON"
 star 1
 star 2
 say "three stars (pids $NV_PID ${P[1]} ${P[2]}) on etcd $NOVAFS_ETCD_ENDPOINTS"

@@ -36,11 +36,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "api/client.h"
 #include "engine/lease.h"
 #include "engine/star.h"
 #include "engine/stats.h"
+#include "fs/remote.h"
 #include "fs/xattr.h"
 #include "meta/streams.h"
 #include "src/base/buf.h"
@@ -88,10 +91,26 @@ int star_bucket_set_class(struct star *st, const char *name, unsigned cls)
 
 int star_release(struct star *st, struct nv_stream *s, const char *to, struct lease_holder *h)
 {
-	(void)st, (void)to, (void)h;
+	(void)st;
+	memset(h, 0, sizeof(*h));
+	snprintf(h->star, sizeof(h->star), "%s", to);
 	got.calls++;
 	got.stream = s;
 	return 0;
+}
+
+/* Reached only with a cluster client, which this target never gives. */
+int api_client_handoff(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		       const char *stream, uint64_t id, const char *to, struct lease_holder *out)
+{
+	(void)cl, (void)h, (void)bucket, (void)stream, (void)id, (void)to, (void)out;
+	abort();
+}
+int fs_remote_name_now(struct star *st, struct nv_stream *s, const char *by,
+		       const char *asked, int rc, char *buf, size_t size)
+{
+	(void)st, (void)s, (void)by, (void)asked, (void)rc, (void)buf, (void)size;
+	abort();
 }
 
 /* Reached only by fs_xattr_get(), which this target does not call. */
@@ -130,6 +149,16 @@ char *star_stream_layout(struct star *st, struct nv_stream *s, int *err)
 	(void)st, (void)s, (void)err;
 	abort();
 }
+int star_lead_check(struct star *st, struct nv_stream *s, struct lease_holder *h)
+{
+	(void)st, (void)s, (void)h;
+	abort();
+}
+int star_view_refresh(struct star *st, struct nv_stream *s, enum star_view what)
+{
+	(void)st, (void)s, (void)what;
+	abort();
+}
 void nv_stats_visit(const struct nv_stats *st, nv_stats_fn fn, void *arg)
 {
 	(void)st, (void)fn, (void)arg;
@@ -157,6 +186,19 @@ static size_t stripped(const uint8_t *v, size_t n)
 	while (n && (v[n - 1] == '\n' || v[n - 1] == 0))
 		n--;
 	return n;
+}
+
+/* user.nova.leader: 0 for a star id (1-32 of [a-z0-9-], trailing
+ * newlines and NULs dropped), else -EINVAL. */
+static int leader_oracle(const uint8_t *v, size_t n)
+{
+	n = stripped(v, n);
+	if (n == 0 || n > META_STAR_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '-'))
+			return -EINVAL;
+	return 0;
 }
 
 /* 0 and *cls for the class words, else -EINVAL. */
@@ -275,8 +317,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else if (!strcmp(n, "durable") && t.kind == FS_NODE_STREAM)
 		want = durable_oracle(val, vlen, &want_dur);
 	else if (!strcmp(n, "leader") && t.kind == FS_NODE_STREAM)
-		want = stripped(val, vlen) == 0 || stripped(val, vlen) > META_STAR_MAX ||
-			       memchr(val, 0, stripped(val, vlen)) ? -EINVAL : 0;
+		want = leader_oracle(val, vlen);
 	else if ((t.kind == FS_NODE_STREAM && in_list(ro_stream, n)) ||
 		 (t.kind == FS_NODE_ROOT && !strcmp(n, "stats")))
 		want = -ENOTSUP; /* read-only */

@@ -525,7 +525,7 @@ static void xattr(const char *name, unsigned sel, const char *value, size_t n)
 	put("xattr", name, &s, (size_t)1, value, n, NULL);
 }
 
-/* sel % 6 picks the parser: see fuzz_api_route.c. */
+/* sel % 8 picks the parser: see fuzz_api_route.c. */
 static void api(const char *name, unsigned sel, const char *text)
 {
 	uint8_t s = (uint8_t)sel;
@@ -552,6 +552,52 @@ static void gen_api(void)
 	api("listen-v6", 4, "[::1]:8080");
 	api("handoff", 5, "{\"to\":\"star-2\"}");
 	api("reply", 5, "{\"seq\":3,\"end\":{\"seq\":4,\"byte\":10}}");
+	api("plan-path", 0, "/v1/streams/logs/app/plan");
+	api("plan-query-seq", 6, "12\n\n256");
+	api("plan-query-offset", 6, "\n4096\n1");
+	api("plan-query-both", 6, "1\n2\n");
+	api("plan-raw", 7,
+	    "{\"stream_id\":7,\"vending\":\"raw\",\"trim\":{\"seq\":0,\"byte\":0},"
+	    "\"entries\":[{\"key\":\"streams/b/7/0000000000000001/0000000000000000\","
+	    "\"epoch\":1,\"revision\":0,\"first_seq\":0,\"end_seq\":3,\"first_byte\":0,"
+	    "\"end_byte\":30,\"footer\":[90,96],\"data\":[0,90]}],\"residual_seq\":3,"
+	    "\"residual_byte\":30,\"expires\":1700000030,\"ttl_s\":30}");
+	api("plan-signed-cursor", 7,
+	    "{\"stream_id\":7,\"vending\":\"signed\",\"trim\":{\"seq\":0,\"byte\":0},"
+	    "\"entries\":[{\"key\":\"streams/b/7/0000000000000001/0000000000000000~1\","
+	    "\"epoch\":1,\"revision\":1,\"first_seq\":0,\"end_seq\":3,\"first_byte\":0,"
+	    "\"end_byte\":30,\"footer\":[90,96],\"data\":[0,90],"
+	    "\"url\":\"http://127.0.0.1:9000/b/k?X-Amz-Signature=00\"}],\"residual_seq\":3,"
+	    "\"residual_byte\":30,\"cursor\":3,\"expires\":1700000030,\"ttl_s\":30}");
+}
+
+/* sel & 1: keys; else sel >> 1 the present query values: see
+ * fuzz_gw_req.c.  fields is n bytes of NUL-separated fields. */
+static void gw(const char *name, unsigned sel, const char *fields, size_t n)
+{
+	uint8_t s = (uint8_t)sel;
+
+	put("gw_req", name, &s, (size_t)1, fields, n, NULL);
+}
+
+#define GW(name, sel, lit) gw(name, sel, lit, sizeof(lit) - 1)
+
+static void gen_gw(void)
+{
+	GW("records-seq", (1 | 4 | 8) << 1, "GET\0/v1/streams/logs/app/records\0" "42\0\0" "10\0" "4096");
+	GW("records-offset", (2) << 1, "GET\0/v1/streams/logs/app/records\0\0" "1234");
+	GW("records-both", (1 | 2) << 1, "GET\0/v1/streams/logs/app/records\0" "1\0" "2");
+	GW("records-limit-0", (4) << 1, "GET\0/v1/streams/logs/app/records\0\0\0" "0");
+	GW("events-resume", (1 | 16) << 1, "GET\0/v1/streams/logs/app/events\0" "3\0\0\0\0" "999");
+	GW("events-bad-id", (16) << 1, "GET\0/v1/streams/logs/app/events\0\0\0\0\0" "12abc");
+	GW("end", 0, "GET\0/v1/streams/logs/a%20b/end");
+	GW("dotdot", 0, "GET\0/v1/streams/logs/../records");
+	GW("post", 0, "POST\0/v1/streams/logs/app/records");
+	GW("healthz", 0, "GET\0/healthz");
+	GW("keys", 1, "# keys\nlogs 0123456789abcdef-one\n* 0123456789abcdef-all\n");
+	GW("keys-other-bucket", 1, "other 0123456789abcdef-one\r\n");
+	GW("keys-short", 1, "logs short\n");
+	GW("keys-bad-bucket", 1, "Bad*Bucket 0123456789abcdef-one\n");
 }
 
 static void gen_xattr(void)
@@ -708,6 +754,7 @@ int main(int argc, char **argv)
 	gen_dir_segment();
 	gen_xattr();
 	gen_api();
+	gen_gw();
 	gen_options();
 	gen_xml();
 	gen_etcd();

@@ -8,10 +8,17 @@
 # Invariants:
 #  1. Everything lives under one temp dir made by mktemp -d ($NV_TMP): the
 #     mount point ($MNT), the data dir ($DATA), the daemon log ($LOG).
-#  2. The EXIT trap always undoes what the test started: background helpers
-#     and daemons are killed by PID (never by name), the mount is unmounted
-#     (fusermount3 -u, then -uz), the temp dir is removed.  A mount that
-#     cannot be removed is reported and its temp dir is left alone.
+#  2. The EXIT trap (nv_cleanup) always undoes what the test started, also
+#     when the test fails part-way or the watchdog or the harness ends it
+#     (TERM): the test's own hooks (nv_on_exit) run first, then background
+#     helpers are killed, then every star of nv_spawn_star and the daemon
+#     are stopped (SIGCONT, fusermount3 -u, kill -9 after 10 s, then -uz /
+#     umount -l), then services (nv_service: etcd members) are killed,
+#     all by PID (never by name); the temp dir is removed.  A mount that
+#     cannot be removed is reported and its temp dir is left alone.  A
+#     test never installs its own EXIT trap: a trap that does
+#     `(exit $rc); nv_cleanup` under set -e ends at the `(exit $rc)` when
+#     rc != 0, so nothing is cleaned on exactly the runs that fail.
 #  3. Nothing sleeps where a condition can be awaited: waits are bounded
 #     polling loops that fail with a clear message when the bound is hit.
 #  4. A watchdog (NV_TIMEOUT seconds, default 300) kills the daemon and the
@@ -42,6 +49,9 @@ NV_PID=            # PID of the running daemon, empty when none
 NV_OPTS=           # extra -o options, remembered across restarts
 NV_DAEMONS=()      # every daemon PID this test started
 NV_BG=()           # background helper PIDs (writers, samplers)
+NV_SERVICES=()     # PIDs killed after the daemons (etcd members)
+NV_STARS=()        # "PID:MNT" of every star nv_spawn_star started
+NV_ON_EXIT=()      # the test's cleanup commands (nv_on_exit), run first
 NV_WATCHDOG=
 NV_ERR=
 NV_INCARNATION=0
@@ -128,6 +138,18 @@ nv_bg() {
 	nv_own "$1"
 }
 
+# nv_service PID: register a service the daemons need to close (an etcd
+# member): the EXIT trap kills it by PID after every star and the daemon
+# are stopped, so their clean unmount can still reach it.
+nv_service() {
+	NV_SERVICES+=("$1")
+	nv_own "$1"
+}
+
+# nv_on_exit CMD: the EXIT trap evals CMD (a string) first, before it
+# stops anything; a failing CMD is ignored.  Instead of a trap of one's own.
+nv_on_exit() { NV_ON_EXIT+=("$1"); }
+
 # nv_wait_bg PID: wait for a registered helper; returns its exit status.
 nv_wait_bg() {
 	local rc=0
@@ -161,6 +183,8 @@ nv_watchdog_start() {
 		if p=$(cat "$dir/daemon.pid" 2>/dev/null) && [ -n "$p" ]; then
 			kill -9 "$p" 2>/dev/null
 		fi
+		# and every star (its FUSE requests may be what hangs)
+		for p in $(cat "$dir/stars.pid" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
 		# The test shell runs its TERM trap only after its foreground
 		# command returns: end that command (and any helper) too.
 		for p in $(pgrep -P "$me"); do
@@ -207,8 +231,11 @@ nv_cleanup() {
 	fi
 	((failed && rc == 0)) && rc=1
 	nv_watchdog_stop
+	for p in "${NV_ON_EXIT[@]}"; do eval "$p"; done
 	for p in "${NV_BG[@]}"; do nv_is_own "$p" && nv_kill_tree "$p"; done
 	for p in "${NV_BG[@]}"; do wait "$p" 2>/dev/null; done
+	nv_stop_stars
+	[ -n "$NV_PID" ] && nv_is_own "$NV_PID" && kill -CONT "$NV_PID" 2>/dev/null
 	if [ -n "$MNT" ] && nv_is_mounted "$MNT"; then
 		timeout 10 fusermount3 -u "$MNT" 2>/dev/null ||
 			timeout 10 fusermount3 -uz "$MNT" 2>/dev/null ||
@@ -224,9 +251,11 @@ nv_cleanup() {
 		wait "$p" 2>/dev/null
 	done
 	nv_unmount_dead
+	for p in "${NV_SERVICES[@]}"; do nv_is_own "$p" && nv_kill_tree "$p"; done
+	for p in "${NV_SERVICES[@]}"; do wait "$p" 2>/dev/null; done
 	if [ -n "$NV_TMP" ] && [ -d "$NV_TMP" ]; then
-		if nv_is_mounted "$MNT"; then
-			echo "$NV_TEST: WARNING: $MNT is still mounted; leaving $NV_TMP" >&2
+		if nv_is_mounted "$MNT" || nv_stars_mounted; then
+			echo "$NV_TEST: WARNING: a mount under $NV_TMP is still mounted; leaving it" >&2
 		elif [ -n "${NV_KEEP:-}" ]; then
 			say "kept $NV_TMP"
 		else
@@ -343,13 +372,14 @@ nv_free_port() {
 # nv_spawn_star MNT LOG OPTS: another star (not $NV_PID) on MNT with -o
 # OPTS plus listen=127.0.0.1:PORT on a free port, retried on a new port
 # when it exits before mounting (somebody took the port between the pick
-# and the bind); waits for the mount.  NV_STAR_PID gets its PID.
+# and the bind); waits for the mount.  NV_STAR_PID gets its PID.  The
+# EXIT trap stops it (nv_stop_stars) unless the test reaped it (wait).
 nv_spawn_star() {
 	local try n
 	for try in 1 2 3; do
 		"$NOVAFS" -f -o "$3,listen=127.0.0.1:$(nv_free_port)" "$1" >> "$2" 2>&1 &
 		NV_STAR_PID=$!
-		nv_own "$NV_STAR_PID"
+		nv_star_own "$NV_STAR_PID" "$1"
 		n=600
 		until mountpoint -q "$1" 2>/dev/null; do
 			if ! nv_pid_alive "$NV_STAR_PID"; then
@@ -362,6 +392,49 @@ nv_spawn_star() {
 		return 0
 	done
 	fail "a star on $1 exited before mounting, $try times: $(tail -2 "$2")"
+}
+
+# nv_star_own PID MNT: a star (a daemon the test started itself on MNT)
+# for the EXIT trap to stop as it stops nv_spawn_star's (nv_stop_stars).
+nv_star_own() {
+	nv_own "$1"
+	NV_STARS+=("$1:$2")
+	echo "$1" >> "$NV_TMP/stars.pid"
+}
+
+# nv_stop_stars: stop every star nv_spawn_star started that still runs
+# (the EXIT trap's; a test may call it to stop them all): SIGCONT (a
+# paused star cannot unmount), fusermount3 -u, kill -9 when it has not
+# exited within 10 s, then the mount is removed lazily (-uz, umount -l).
+# By PID only; a PID the test reaped (or one now another's) is skipped.
+nv_stop_stars() {
+	local e p m
+	for e in "${NV_STARS[@]}"; do
+		p=${e%%:*}
+		m=${e#*:}
+		if nv_is_own "$p"; then
+			kill -CONT "$p" 2>/dev/null || true
+			timeout 10 fusermount3 -u "$m" 2>/dev/null || true
+			if ! nv_wait_pid_exit "$p" 10; then
+				echo "$NV_TEST: star $p still running at exit; kill -9" >&2
+				kill -9 "$p" 2>/dev/null || true
+				nv_wait_pid_exit "$p" 10 || true
+			fi
+			wait "$p" 2>/dev/null || true
+		fi
+		if nv_is_mounted "$m"; then
+			timeout 10 fusermount3 -uz "$m" 2>/dev/null ||
+				timeout 10 umount -l "$m" 2>/dev/null || true
+		fi
+	done
+	return 0
+}
+
+# nv_stars_mounted: some star's mount point is still mounted.
+nv_stars_mounted() {
+	local e
+	for e in "${NV_STARS[@]}"; do nv_is_mounted "${e#*:}" && return 0; done
+	return 1
 }
 
 # nv_start_star OPTS: nv_start with OPTS plus listen=127.0.0.1:PORT on a
@@ -490,8 +563,11 @@ NV_SLOTS_PY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/slots.py
 nv_slot_files() { python3 "$NV_SLOTS_PY" "$DATA/objects" | sort; }
 
 # nv_slot_exists PATH: PATH (as nv_slot_files names it) is a live slot,
-# as a file or as a segment record.
-nv_slot_exists() { [ -e "$1" ] || nv_slot_files | grep -qxF -- "$1"; }
+# as a file or as a segment record.  grep reads all of its input (no -q):
+# a grep -q that exits at the first match leaves sort a SIGPIPE, which
+# pipefail reports as a miss (t_settle's grace check saw live slots as
+# deleted on a loaded host).
+nv_slot_exists() { [ -e "$1" ] || nv_slot_files | grep -xF -- "$1" > /dev/null; }
 
 # nv_no_slots: no chain slot object is left in the directory store.
 nv_no_slots() { [ -z "$(nv_slot_files)" ]; }

@@ -6,13 +6,14 @@
 # group or others can read, a short one); appends through the API answered
 # with seq and acked end, and present after a kill -9 (answered means
 # durable); read back through the mount and through the API;
-# the acked end equals st_size; a subscription receives appends made
+# the acked end equals st_size; locate answers the record holding a seq
+# or a byte (400 for neither or both, 416 past the end); a subscription receives appends made
 # through the mount, in order, exactly once; without or with a wrong
 # credential every request is 401 and appends nothing; malformed requests
 # (unknown paths, wrong methods, bad names, bad and past-the-end offsets,
 # an empty, an oversize and an undeclared oversize body, huge headers,
-# handoff and nudge bodies) get their 4xx (handoff to an unknown star 404; nudge 501: not built
-# in this stage), each logs a line, and the daemon stays up; /metrics;
+# handoff and nudge bodies) get their 4xx (handoff to an unknown star
+# 404), each logs a line; a well-formed nudge is 200 and logged, and the daemon stays up; /metrics;
 # unmount ends an open subscription with a last "shutting_down" frame.
 #
 # Not checked here (one star): NOT_OWNER and the cluster client's redial
@@ -109,7 +110,25 @@ nv_expect_eq "$(stat -c %s "$NV_TMP/body")" 0 "bytes at the acked end"
 expect 200 "the acked end" GET "$S/end"
 nv_expect_eq "$(json 'd["byte"]')" "$SIZE" "end byte equals st_size"
 nv_expect_eq "$(json 'd["seq"]')" 4 "end seq"
+# Records are "api record N\n" (13 bytes) for N < 3, then "mount record 3\n".
+expect 200 "locate record 2" GET "$S/locate?seq=2"
+nv_expect_eq "$(json 'd["seq"]') $(json 'd["byte"]')" "2 26" "record 2 starts at byte 26"
+expect 200 "locate byte 30" GET "$S/locate?offset=30"
+nv_expect_eq "$(json 'd["seq"]') $(json 'd["byte"]')" "2 26" "byte 30 is in record 2"
+expect 200 "locate the end" GET "$S/locate?seq=4"
+nv_expect_eq "$(json 'd["byte"]')" "$SIZE" "locate at the end answers the end"
+expect 416 "locate past the end" GET "$S/locate?seq=5"
+expect 400 "locate with seq and offset" GET "$S/locate?seq=1&offset=1"
+expect 400 "locate with neither" GET "$S/locate"
+expect 400 "locate with a bad number" GET "$S/locate?seq=x"
 nv_expect_eq "$(nv_xattr "$MNT/logs/app" user.nova.seq)" 4 "user.nova.seq"
+# Below a trim point: 416 trimmed (was a 500 for the -ERANGE behind it).
+printf 'r0\nr1\nr2\n' > "$MNT/logs/trimmed"
+setfattr -n user.nova.trim -v 2 "$MNT/logs/trimmed"
+expect 416 "locate below the trim point" GET /v1/streams/logs/trimmed/locate?seq=0
+nv_expect_eq "$(json 'd["error"]')" trimmed "the error code below the trim point"
+expect 200 "locate at the trim point" GET /v1/streams/logs/trimmed/locate?seq=2
+nv_expect_eq "$(json 'd["seq"]') $(json 'd["byte"]')" "2 6" "record 2 starts at byte 6"
 
 say "a subscription receives appends made through the mount"
 curl -s -N -H "$AUTH" "$API$S/subscribe?offset=$SIZE" > "$NV_TMP/frames" &
@@ -192,7 +211,9 @@ expect 400 "handoff naming no star" POST "$S/handoff" --data-binary '{"to":"Not 
 expect 404 "handoff to a star nobody registered" POST "$S/handoff" --data-binary '{"to":"star-b"}'
 nv_expect_eq "$(json 'd["error"]')" no_such_star "handoff's error"
 expect 400 "nudge with a bad body" POST "/v1/nudge" --data-binary '[]'
-expect 501 "nudge (not built in this stage)" POST "/v1/nudge" --data-binary '{"star":"star-b"}'
+expect 200 "nudge" POST "/v1/nudge" --data-binary '{"star":"star-b"}'
+nv_expect_eq "$(json 'd["nudged"]')" True "nudge's answer"
+nv_await 5 "the nudge is logged" grep -q "nudged by star star-b" "$LOG"
 # Requests that name no stream (a budget of their own).
 expect 404 "unknown path" GET "/v1/elsewhere"
 expect 404 "unknown stream operation" GET "$S/nope"
@@ -241,4 +262,22 @@ nv_stop
 nv_await 10 "the subscriber to exit" bash -c "! kill -0 $SUB 2>/dev/null"
 end=$(python3 "$NV_TMP/frames.py" "$NV_TMP/frames" "$SIZE" 2>&1 >/dev/null)
 nv_expect_eq "$end" "END shutting_down" "the subscription's last frame"
+
+say "api_max_conns=4: four parked subscriptions hold the star API; a fifth connection waits"
+nv_start "listen=127.0.0.1:$PORT,cluster_secret_file=$SEC,api_max_conns=4"
+declare -a HOLD
+for i in 1 2 3 4; do
+	curl -s -N -H "$AUTH" "$API$S/subscribe?offset=0" > /dev/null &
+	HOLD[i]=$!
+	nv_bg "${HOLD[i]}"
+done
+nv_await 10 "four subscriptions' connections" \
+	bash -c "[ \$(ss -Htn state established '( sport = :$PORT )' | wc -l) -ge 4 ]"
+code=$(api GET "$S/end" --max-time 2) || true
+[ "$code" != 200 ] || fail "a fifth connection was answered with four subscriptions parked (api_max_conns=4)"
+kill "${HOLD[1]}"
+nv_await 10 "the star API to answer again once one subscription left" \
+	bash -c "[ \"\$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' -H '$AUTH' '$API$S/end')\" = 200 ]"
+say "ok: the fifth got '$code' in 2 s while four were parked; answered again after one left"
+nv_stop
 say "ok"

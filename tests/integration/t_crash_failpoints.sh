@@ -3,8 +3,9 @@
 # recovery paths loses no acknowledged record and shows no torn or invented
 # one, and leaves a store that recovers and passes fsck.
 #
-# For each point (src/base/failpoint.c nv_fp_names; the settle, trim and
-# store.get points belong to other tests) a round:
+# For each point (src/base/failpoint.c nv_fp_names; the settle, trim,
+# store.get and auditor.before_restart points belong to other tests) a
+# round:
 #  - write path (chain.*, absorb.*, meta.commit, store.put): the daemon
 #    starts with NOVAFS_FAILPOINTS="POINT=crash@N", N small and random; four
 #    writers (one express stream, one with records up to 32 KiB) append
@@ -44,7 +45,7 @@ WRITE_POINTS=(chain.before_put chain.after_put chain.before_ack
 	meta.commit store.put)
 RECOVER_POINTS=(recover.before_walk recover.after_fence recover.after_slot
 	recover.before_settled)
-OTHER_POINTS=" settle.after_publish settle.after_rows settle.after_commit settle.before_resolve trim.before_delete trim.after_delete store.get "
+OTHER_POINTS=" settle.after_publish settle.after_rows settle.after_commit settle.before_resolve trim.before_delete trim.after_delete store.get auditor.before_restart "
 declare -A NMAX=(
 	[chain.before_put]=40 [chain.after_put]=40 [chain.before_ack]=40
 	[absorb.before_refs]=8 [absorb.after_refs]=8 [absorb.after_checkpoint]=8
@@ -78,7 +79,7 @@ fired_total=0
 
 # fired_in_log POINT SINCE: the log has "POINT: crash" after line SINCE.
 fired_in_log() {
-	tail -n "+$(($2 + 1))" "$LOG" | grep -q "failpoint: $1: crash"
+	tail -n "+$(($2 + 1))" "$LOG" | grep "failpoint: $1: crash" > /dev/null
 }
 
 # after_crash POINT N RESULT: fsck the crashed store, restart without

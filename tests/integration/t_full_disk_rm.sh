@@ -16,7 +16,8 @@ nv_init
 FULL=$NV_TMP/full
 mkdir "$FULL"
 mount -t tmpfs -o size=32m tmpfs "$FULL" || nv_skip "cannot mount a tmpfs"
-trap 'rc=$?; umount -l "$FULL" 2>/dev/null; (exit $rc); nv_cleanup' EXIT
+# (set +e: under -e the failing (exit $rc) would end the trap before the cleanup.)
+trap 'rc=$?; set +e; umount -l "$FULL" 2>/dev/null; (exit $rc); nv_cleanup' EXIT
 DATA=$FULL/data
 CAP_S=600
 WAIT_S=40 # a few audit passes (200 ms) plus retry back-offs; far below CAP_S

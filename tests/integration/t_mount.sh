@@ -15,15 +15,16 @@ nv_init
 command -v mount.fuse3 >/dev/null || nv_skip "mount.fuse3 is not installed"
 
 
-say "1. make install DESTDIR: novafs, novactl and the man pages"
+say "1. make install DESTDIR: novafs, novactl, novagw and the man pages"
 top=$(cd "$(dirname "$NOVAFS")/.." && pwd)
 inst=$NV_TMP/inst
 if [ -f "$top/Makefile" ] && command -v make >/dev/null; then
 	MAKEFLAGS= make -s -C "$top" install DESTDIR="$inst" > "$NV_TMP/install.out" 2>&1 ||
 		fail "make install DESTDIR failed: $(tail -n 5 "$NV_TMP/install.out")"
 	bin=$(dirname "$(find "$inst" -type f -name novafs -perm -u+x | head -n 1)")
-	[ -x "$bin/novafs" ] && [ -x "$bin/novactl" ] || fail "make install did not install novafs and novactl"
-	for m in novafs.8 novactl.8 novafs.7; do
+	[ -x "$bin/novafs" ] && [ -x "$bin/novactl" ] && [ -x "$bin/novagw" ] ||
+		fail "make install did not install novafs, novactl and novagw"
+	for m in novafs.8 novactl.8 novagw.8 novafs.7; do
 		[ -n "$(find "$inst" -name "$m*")" ] || fail "make install did not install $m"
 	done
 	say "ok: installed into $bin"

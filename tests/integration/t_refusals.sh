@@ -573,12 +573,23 @@ row_elsewhere "an I/O error underneath, a corrupt object" EIO t_store_faults.sh
 # (the holder killed mid-request), the rest pinned by the unit tests.
 row_elsewhere "append or read of a stream another star leads, when that star cannot be reached (nothing was sent), serves no star API, or the mount has no cluster_secret_file" \
 	EHOSTUNREACH ../etcd/t_stars.sh ../etcd/t_stars_three.sh ../unit/test_fs_remote.c
-row_elsewhere "append or read of a stream whose leadership is moving (NOT_OWNER again after the one redial, a stale redirect, or vacant since)" \
+# A draining star as the handoff's target: real stars in ../etcd/t_drain.sh.
+row_elsewhere "set user.nova.leader to a star that is draining or closing, or whose registry lease went" \
+	EHOSTDOWN ../etcd/t_drain.sh
+row_elsewhere "append or read of a stream whose leadership is moving (NOT_OWNER again after the one redial, a stale redirect, or vacant since), or that was renamed at its leader again while the call was asked again under its name now (stream_moved twice)" \
 	EAGAIN ../unit/test_fs_remote.c
 row_elsewhere "append to a stream another star leads that got it and did not answer within put_timeout_s + star_lease_s, or answered that its lease deadline passed: in doubt (it may be durable there)" \
 	ETIMEDOUT ../unit/test_api_client.c ../unit/test_fs_remote.c
 row_elsewhere "append or read of a stream another star leads when the connection broke mid-request (an append is in doubt), that star refused this mount's cluster secret, or answered nonsense (logged)" \
 	EIO ../unit/test_fs_remote.c ../etcd/t_stars_three.sh
+# An unlink at the leader, or a rename over a stream led elsewhere, that
+# the leader refused: unit-pinned (test_fs_remote.c, its rename case).
+row_elsewhere "unlink of a stream another star leads, or a rename over one (nothing renamed), when its leadership is moving (NOT_OWNER after the redial)" \
+	EAGAIN ../unit/test_fs_remote.c
+row_elsewhere "unlink of a stream another star leads, or a rename over one (nothing renamed), when that star did not answer in time: in doubt (it may be deleted there)" \
+	ETIMEDOUT ../unit/test_fs_remote.c
+row_elsewhere "unlink of a stream another star leads, or a rename over one (nothing renamed), when the connection broke, the secret was refused, or the answer was nonsense (logged)" \
+	EIO ../unit/test_fs_remote.c
 row_elsewhere "the store is full (after put_timeout_s of retries)" ENOSPC t_store_faults.sh t_local_faults.sh
 row_elsewhere "append when the store stayed unreachable (timeouts, EAGAIN, refused connections) for put_timeout_s" EIO t_store_faults.sh
 row_elsewhere "a request waiting at the recovery gate when the daemon stops (a signal, or the mount detached)" EIO t_shutdown.sh

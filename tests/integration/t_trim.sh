@@ -208,7 +208,7 @@ while read -r k; do
 	[ -f "$DATA/objects/$k" ] || fail "big: $k vanished from the store at once, before the ${GRACE}s grace"
 done < "$NV_TMP/big.below"
 say "ok: the objects below the trim point are still in the store right after the trim"
-below_unlisted() { ! nv_layout "$BIG" | jq -r '.settled_objects[].key' | grep -qxFf "$NV_TMP/big.below"; }
+below_unlisted() { ! nv_layout "$BIG" | jq -r '.settled_objects[].key' | grep -xFf "$NV_TMP/big.below" > /dev/null; }
 nv_await 10 "the objects below seq $TS to leave big's layout" below_unlisted
 nv_layout "$BIG" | jq -r '.settled_objects[].key' > "$NV_TMP/big.now"
 diff "$NV_TMP/big.now" "$NV_TMP/big.kept" > /dev/null ||

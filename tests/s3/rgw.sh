@@ -59,11 +59,14 @@ install_ceph() {
 	have_ceph || { log "ceph tools still missing after install"; exit 77; }
 }
 
-# A TCP port nobody listens on (random; ss tells us what is taken).
+# A TCP port nobody listens on (random; ss tells us what is taken) and
+# not handed out before by this script ($dir/ports: the monitor's two
+# ports once came out equal, and it could bind neither).
 free_port() {
 	while :; do
 		p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000 ))
-		ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return; }
+		grep -qx "$p" "$dir/ports" 2>/dev/null && continue
+		ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p" >>"$dir/ports"; echo "$p"; return; }
 	done
 }
 
@@ -72,13 +75,19 @@ print_env() {
 	cat "$dir/env"
 }
 
-# Wait until "$@" succeeds, at most WAIT_S seconds.
+# Wait until "$@" succeeds, at most WAIT_S seconds (by the clock: one
+# try of a ceph command can take its 5 s connect timeout); while
+# waiting, the daemon named by $WAIT_ALIVE (a pid file's name) must stay
+# up, or the wait fails at once.
 wait_for() {
 	what=$1; shift
-	i=0
+	end=$(( $(date +%s) + WAIT_S ))
 	while ! "$@" >/dev/null 2>&1; do
-		i=$((i + 1))
-		if [ "$i" -gt $((WAIT_S * 10)) ]; then
+		if [ -n "${WAIT_ALIVE:-}" ] && ! alive "$WAIT_ALIVE"; then
+			log "$WAIT_ALIVE exited while waiting for $what"
+			return 1
+		fi
+		if [ "$(date +%s)" -ge "$end" ]; then
 			log "timed out waiting for $what"
 			return 1
 		fi
@@ -120,12 +129,9 @@ do_stop() {
 	rm -rf "$dir"
 }
 
-do_start() {
-	install_ceph
-	mkdir -p "$dir"
-	dir=$(cd "$dir" && pwd)
-	if alive radosgw; then print_env; return 0; fi
-	mkdir -p "$dir/run" "$dir/log" "$dir/mon" "$dir/osd/ceph-0" "$dir/rgw"
+# Ports, ceph.conf, the monitor made and started: 0 once it answers, 1
+# when it exits first or the wait times out.
+start_mon() {
 	FSID=$(uuidgen)
 	MON_V1=$(free_port)
 	MON_V2=$(free_port)
@@ -172,7 +178,31 @@ CONF
 	ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" >>"$dir/log/setup.log" 2>&1
 	ceph-mon -c "$conf" -i a -f >"$dir/log/mon.out" 2>&1 </dev/null &
 	echo $! >"$dir/mon.pid"
-	wait_for "the monitor" ceph -c "$conf" --connect-timeout 5 mon stat
+	WAIT_ALIVE=mon wait_for "the monitor" ceph -c "$conf" --connect-timeout 5 mon stat
+}
+
+do_start() {
+	install_ceph
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	if alive radosgw; then print_env; return 0; fi
+	mkdir -p "$dir/run" "$dir/log" "$dir/mon" "$dir/osd/ceph-0" "$dir/rgw"
+	# A monitor that lost a port to another process between free_port
+	# and its bind is started again on new ports (three tries).
+	try=1
+	while :; do
+		start_mon && break
+		stop_one mon
+		if [ "$try" -lt 3 ] && grep -qi 'address already in use' "$dir/log/mon.out"; then
+			log "the monitor lost its port to another process (try $try of 3); new ports"
+			rm -rf "$dir/mon" "$dir/monmap" && mkdir -p "$dir/mon"
+			try=$((try + 1))
+			continue
+		fi
+		tail -n 15 "$dir/log/mon.out" >&2 || true
+		do_stop
+		exit 1
+	done
 	OSD_UUID=$(uuidgen)
 	id=$(ceph -c "$conf" osd new "$OSD_UUID" 2>>"$dir/log/setup.log")
 	[ "$id" = 0 ] || { log "osd new answered '$id'"; do_stop; exit 1; }

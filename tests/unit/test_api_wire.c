@@ -50,6 +50,9 @@ static void test_api_wire_routes(void **state)
 	expect_route("GET", "/v1/streams/logs/a b/end", API_EP_END, "logs", "a b");
 	expect_route("GET", "/v1/streams/logs/app/subscribe", API_EP_SUBSCRIBE, "logs", "app");
 	expect_route("POST", "/v1/streams/logs/app/handoff", API_EP_HANDOFF, "logs", "app");
+	expect_route("GET", "/v1/streams/logs/app/plan", API_EP_PLAN, "logs", "app");
+	expect_route("POST", "/v1/streams/logs/app/delete", API_EP_DELETE, "logs", "app");
+	expect_route("POST", "/v1/streams/logs/app/trim", API_EP_TRIM, "logs", "app");
 	expect_route("POST", "/v1/nudge", API_EP_NUDGE, "", "");
 	expect_route("GET", "/metrics", API_EP_METRICS, "", "");
 }
@@ -67,6 +70,7 @@ static void test_api_wire_routes_refused(void **state)
 	expect_refused("GET", "/v1/streams/a/b/records", 405);
 	expect_refused("POST", "/v1/streams/a/b/end", 405);
 	expect_refused("GET", "/v1/nudge", 405);
+	expect_refused("POST", "/v1/streams/a/b/plan", 405);
 	expect_refused("POST", "/metrics", 405);
 	expect_refused("GET", "/v1/streams//b/end", 400);
 	expect_refused("GET", "/v1/streams/a//end", 400);
@@ -99,6 +103,22 @@ static void test_api_wire_numbers(void **state)
 	assert_int_equal(api_parse_u64("1 ", 0, &v), -EINVAL);
 	assert_int_equal(api_parse_u64("0x10", 0, &v), -EINVAL);
 	assert_int_equal(api_parse_u64("000000000000000000001", 0, &v), -EINVAL);
+	/* X-Nova-Stream-Id: absent is 0 (by name alone); a positive decimal
+	 * id; 0, signs, spaces and overflow are malformed. */
+	v = 9;
+	assert_int_equal(api_parse_stream_id(NULL, &v), 0);
+	assert_true(v == 0);
+	assert_int_equal(api_parse_stream_id("42", &v), 0);
+	assert_true(v == 42);
+	assert_int_equal(api_parse_stream_id("18446744073709551615", &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(api_parse_stream_id("0", &v), -EINVAL);
+	assert_int_equal(api_parse_stream_id("", &v), -EINVAL);
+	assert_int_equal(api_parse_stream_id("-4", &v), -EINVAL);
+	assert_int_equal(api_parse_stream_id("4 ", &v), -EINVAL);
+	assert_int_equal(api_parse_stream_id("x4", &v), -EINVAL);
+	assert_int_equal(api_parse_stream_id("18446744073709551616", &v), -EINVAL);
+	assert_true(v == 0);
 }
 
 static void test_api_wire_listen(void **state)

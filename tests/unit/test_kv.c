@@ -1394,6 +1394,51 @@ static void test_kv_lease_expires_and_keepalive_holds(void **state)
 	expect_absent(f->kv, S("e/held"));
 }
 
+static int count_visit(void *arg, const uint8_t *key, size_t klen, const uint8_t *val,
+		       size_t vlen, uint64_t ver)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* SQLite: a read whose sweep of expired leases cannot write (a full
+ * disk, here the meta.sweep failpoint) still answers, and hides the
+ * expired lease's keys (get, floor, range); the next sweep that can
+ * write deletes them. */
+static void test_kv_read_survives_failed_sweep(void **state)
+{
+	struct fx *f = *state;
+	struct nv_buf k;
+	uint64_t id = 0, t0 = now_ms();
+	unsigned ttl;
+	int rc, n = 0;
+
+	assert_int_equal(kv_lease_grant(f->kv, KV_LEASE_TTL_MIN, &id), 0);
+	put_s(f->kv, "sw/a", "plain");
+	assert_int_equal(put_leased(f->kv, "sw/b", "leased", id), 0);
+	assert_int_equal(nv_fp_arm("meta.sweep=error:28"), 0); /* ENOSPC */
+	/* Every read answers: the key until its lease lapses, then none. */
+	while ((rc = kv_get(f->kv, S("sw/b"), NULL, NULL)) == 0 &&
+	       now_ms() - t0 < 3000 * KV_LEASE_TTL_MIN)
+		sleep_ms(50);
+	assert_int_equal(rc, -ENOENT);
+	nv_buf_init(&k, 64);
+	assert_int_equal(kv_floor(f->kv, S("sw/c"), S("sw/"), &k, NULL, NULL), 0);
+	assert_int_equal(k.len, 4);
+	assert_memory_equal(k.ptr, "sw/a", 4);
+	nv_buf_free(&k);
+	assert_int_equal(kv_range(f->kv, S("sw/"), S("sw0"), 0, false, count_visit, &n), 0);
+	assert_int_equal(n, 1);
+	n = 0;
+	assert_int_equal(kv_range(f->kv, S("sw/"), S("sw0"), 0, true, count_visit, &n), 0);
+	assert_int_equal(n, 1);
+	/* The disk has room again: the sweep deletes the lease and its key. */
+	nv_fp_reset();
+	expect_absent(f->kv, S("sw/b"));
+	expect_s(f->kv, "sw/a", "plain");
+	assert_int_equal(kv_lease_keepalive(f->kv, id, &ttl), -ENOLCK);
+}
+
 static void test_kv_watch_prompts_on_prefix_writes(void **state)
 {
 	struct fx *f = *state;
@@ -1545,6 +1590,7 @@ int main(void)
 	const struct CMUnitTest sqlite_only[] = {
 		cmocka_unit_test(test_kv_open_bad_url),
 		T(test_kv_open_not_a_database),
+		T(test_kv_read_survives_failed_sweep),
 	};
 	const char *only = getenv("NOVAFS_KV_ONLY");
 	int rc = 0;

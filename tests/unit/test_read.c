@@ -20,6 +20,8 @@
 #include "engine/bundle.h"
 #include "engine/read.h"
 #include "meta/kv.h"
+#include "meta/refs.h"
+#include "meta/streams.h"
 #include "src/base/clock.h"
 
 #include <errno.h>
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include <cmocka.h>
 
@@ -759,12 +762,199 @@ static void test_read_prefetch_sequential(void **state)
 	rt_free(&t);
 }
 
+/* ============================================================ ref windows */
+
+static int count_ref(void *arg, const struct meta_ref *r)
+{
+	(void)r;
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+/*
+ * A stream of many small span refs (one record, slot and ref each, the
+ * shape many small flights leave before settlement) read sequentially by
+ * a reader: the refs come in windows of one ranged scan each, not one
+ * floor per page (on etcd a floor costs the keys of its window: 4 ms a
+ * record at 2,000 refs, 13 ms at 8,000; bench/read_unsettled.sh), and
+ * each slot costs its footer and chunk GETs once.
+ */
+static void test_read_window_many_refs(void **state)
+{
+	struct rt t = { .f = *state };
+	struct model *m;
+	struct reader *rd;
+	char key[CHAIN_KEY_MAX];
+	unsigned nrefs = 0, pages = 0, calls;
+	uint64_t off = 0, mid;
+	const int N = 300;
+
+	start(t.f, 0, false, 64u << 10);
+	rt_engine(&t, true, 8u << 20, 0, 0);
+	m = rt_stream(&t, "x");
+	for (int i = 0; i < N; i++)
+		put_sync(&t, m, 14);
+	settle(&t);
+	assert_int_equal(meta_ref_list(t.f->kv, m->s->id, 0, 0, count_ref, &nrefs), 0);
+	assert_int_equal(nrefs, N); /* one batch per flight */
+
+	fake_store_reset_calls(t.f->fs);
+	rd = reader_new(t.re, m->s);
+	assert_non_null(rd);
+	while (off < m->len) {
+		off += page(&t, m, rd, off, 4096, READ_COLD);
+		pages++;
+	}
+	page(&t, m, rd, off, 4096, READ_EOF);
+	assert_int_equal(pages, N); /* a page ends where its slot does */
+	/* One ascending range per window of 32 refs (each starts where the
+	 * last ended: no floor at all). */
+	calls = kv_calls(t.ck);
+	assert_int_equal(calls, (N + 31) / 32);
+	assert_int_equal(atomic_load(&t.ck->floors), 0);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, ref_lookups), calls);
+	assert_int_equal(fake_store_calls(t.f->fs, FAKE_GET, NULL), 2 * N);
+	reader_free(rd);
+
+	/* A reader starting inside a ref: the range, then its floor (a
+	 * fresh engine: nothing cached). */
+	rt_engine(&t, true, 8u << 20, 0, 0);
+	rd = reader_new(t.re, m->s);
+	assert_non_null(rd);
+	mid = 14 * 100 + 5;
+	assert_int_equal(page(&t, m, rd, mid, 4096, READ_COLD), 9);
+	assert_int_equal(kv_calls(t.ck), calls + 2);
+	assert_int_equal(atomic_load(&t.ck->floors), 1);
+	assert_int_equal(page(&t, m, rd, mid + 9, 4096, READ_COLD), 14);
+	assert_int_equal(kv_calls(t.ck), calls + 2);
+
+	/* The window gone stale: record 105's ref now names another object
+	 * with its bytes (as settlement replaces a span ref by a catalog row,
+	 * then deletes the slot).  The read through the window finds the
+	 * slot gone, asks the metastore (one floor) and reads the new one;
+	 * nothing counted as corrupt. */
+	{
+		char nkey[CHAIN_KEY_MAX];
+		const char *keys[1] = { key };
+		struct meta_ref r;
+		struct kv_txn *txn = kv_txn_new();
+		struct iovec iov;
+		uint8_t *obj;
+		size_t size;
+		uint64_t ver;
+		unsigned floors = atomic_load(&t.ck->floors);
+
+		efx_slot_key(t.f, 105, key);
+		assert_int_equal(fake_store_copy(t.f->fs, key, &obj, &size), 0);
+		iov.iov_base = obj;
+		iov.iov_len = size;
+		assert_int_equal(store_put(t.f->store, efx_slot_key(t.f, 9999, nkey), &iov, 1, 0),
+				 0);
+		free(obj);
+		meta_ref_init(&r);
+		assert_int_equal(meta_ref_get(t.f->kv, m->s->id, 105, &r, &ver), 0);
+		assert_int_equal(r.nslots, 1);
+		r.slots[0].slot = 9999;
+		assert_non_null(txn);
+		assert_int_equal(meta_ref_txn_put(txn, &r), 0);
+		assert_int_equal(kv_txn_commit(t.f->kv, txn, NULL), 0);
+		kv_txn_free(txn);
+		meta_ref_clear(&r);
+		assert_int_equal(store_delete(t.f->store, keys, 1), 0);
+
+		assert_int_equal(page(&t, m, rd, 14 * 105, 4096, READ_COLD), 14);
+		assert_int_equal(atomic_load(&t.ck->floors), floors + 1);
+		assert_int_equal(NV_STAT_GET(&t.f->stats, corrupt_objects), 0);
+		assert_int_equal(gets_of(t.f, nkey), 2);
+		assert_int_equal(page(&t, m, rd, 14 * 106, 4096, READ_COLD), 14);
+	}
+
+	/* An object gone under the window that is really missing: -EIO,
+	 * counted once. */
+	{
+		const char *keys[1] = { key };
+		uint8_t buf[64];
+		enum read_tier tier;
+		size_t got = 0;
+
+		efx_slot_key(t.f, 110, key);
+		assert_int_equal(store_delete(t.f->store, keys, 1), 0);
+		assert_int_equal(read_page(t.re, m->s, rd, 14 * 110, buf, sizeof(buf), &got, &tier),
+				 -EIO);
+		assert_int_equal(got, 0);
+		assert_int_equal(NV_STAT_GET(&t.f->stats, corrupt_objects), 1);
+		assert_int_equal(atomic_load(&t.ck->floors), 3);
+		/* The next page reads a new window, and reads. */
+		assert_int_equal(page(&t, m, rd, 14 * 111, 4096, READ_COLD), 14);
+	}
+	reader_free(rd);
+	rt_free(&t);
+}
+
+/*
+ * Invariant 6: another star trimmed the stream to record 4 and the refs
+ * below were reclaimed, while this star's view still has no trim point
+ * (its view is raised outside reads: star_view_refresh()).  A page below
+ * the row's trim point reads as zeros up to it, with or without a
+ * reader's window; the record lookup below it is -ERANGE; above it a
+ * missing ref is still -EIO; the view itself is left for the refresh.
+ */
+static void test_read_trimmed_elsewhere(void **state)
+{
+	struct rt t = { .f = *state };
+	struct model *m;
+	struct reader *rd;
+	struct kv_txn *txn = kv_txn_new();
+	uint64_t seq, byte;
+
+	start(t.f, 0, false, 4096);
+	rt_engine(&t, true, 8u << 20, 0, 0);
+	m = rt_stream(&t, "x");
+	for (int i = 0; i < 10; i++)
+		put_sync(&t, m, 100); /* one ref each */
+	settle(&t);
+	assert_int_equal(meta_stream_set_trim(t.f->kv, m->s->id, 4, 400), 0);
+	assert_non_null(txn);
+	for (uint64_t i = 0; i < 4; i++)
+		assert_int_equal(meta_ref_txn_del(txn, m->s->id, i, i * 100), 0);
+	assert_int_equal(kv_txn_commit(t.f->kv, txn, NULL), 0);
+	kv_txn_free(txn);
+
+	assert_int_equal(page(&t, m, NULL, 0, 4096, READ_TRIM), 400);
+	assert_int_equal(page(&t, m, NULL, 150, 100, READ_TRIM), 100);
+	rd = reader_new(t.re, m->s);
+	assert_non_null(rd);
+	assert_int_equal(page(&t, m, rd, 0, 4096, READ_TRIM), 400);
+	assert_int_equal(page(&t, m, rd, 400, 4096, READ_COLD), 100);
+	assert_int_equal(page(&t, m, rd, 399, 4096, READ_TRIM), 1);
+	reader_free(rd);
+	assert_int_equal(read_locate_record(t.re, m->s, true, 2, &seq, &byte), -ERANGE);
+	assert_int_equal(read_locate_record(t.re, m->s, false, 250, &seq, &byte), -ERANGE);
+	assert_int_equal(read_locate_record(t.re, m->s, true, 5, &seq, &byte), 0);
+	assert_int_equal(seq, 5);
+	assert_int_equal(byte, 500);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, corrupt_objects), 0);
+
+	/* Above the row's trim point a missing ref is what it always was. */
+	txn = kv_txn_new();
+	assert_non_null(txn);
+	assert_int_equal(meta_ref_txn_del(txn, m->s->id, 6, 600), 0);
+	assert_int_equal(kv_txn_commit(t.f->kv, txn, NULL), 0);
+	kv_txn_free(txn);
+	assert_int_equal(page_err(&t, m, 650), -EIO);
+	assert_int_equal(read_locate_record(t.re, m->s, true, 6, &seq, &byte), -EIO);
+	/* The view's trim point is the refresh's to raise (with its hook). */
+	assert_int_equal(atomic_load(&m->s->trim_byte), 0);
+	rt_free(&t);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_read_tiers),
+		T(test_read_trimmed_elsewhere),
 		T(test_read_flight_tier_without_cache),
 		T(test_read_cold_one_floor_and_ranged_gets),
 		T(test_read_page_limits),
@@ -772,6 +962,7 @@ int main(void)
 		T(test_read_corrupt_objects_eio),
 		T(test_read_corrupt_transit_slot_eio),
 		T(test_read_prefetch_sequential),
+		T(test_read_window_many_refs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

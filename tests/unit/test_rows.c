@@ -1316,6 +1316,70 @@ static void test_rows_ref_list_paging(void **state)
 	free(w);
 }
 
+/* meta_ref_window_byte(): the ref holding a byte and those after it. */
+static void expect_window(struct kv *kv, uint64_t stream, uint64_t byte, size_t cap,
+			  size_t max_slots, int want_rc, size_t want_n, uint64_t want_first_seq,
+			  unsigned want_calls)
+{
+	struct meta_ref w[8];
+	size_t n = 99;
+	unsigned calls = 0;
+
+	assert_true(cap <= 8);
+	for (int i = 0; i < 8; i++)
+		meta_ref_init(&w[i]);
+	assert_int_equal(meta_ref_window_byte(kv, stream, byte, w, cap, max_slots, &n, &calls),
+			 want_rc);
+	if (n != want_n)
+		fail_msg("window at byte %llu: %zu refs, expected %zu", (unsigned long long)byte, n,
+			 want_n);
+	assert_int_equal(calls, want_calls);
+	if (n) {
+		assert_int_equal(w[0].first_seq, want_first_seq);
+		assert_true(w[0].first_byte <= byte && byte < w[0].end_byte);
+	}
+	for (size_t i = 1; i < n; i++) {
+		assert_int_equal(w[i].first_byte, w[i - 1].end_byte); /* contiguous */
+		assert_int_equal(w[i].first_seq, w[i - 1].end_seq);
+	}
+	for (size_t i = 0; i < n; i++)
+		meta_ref_clear(&w[i]);
+}
+
+static void test_rows_ref_window_byte(void **state)
+{
+	struct fx *f = *state;
+
+	/* Refs of 10 seqs and 100 bytes (one slot each), an empty one at
+	 * seq 50 (bytes [500, 500)), another stream beside. */
+	for (int i = 0; i < 5; i++)
+		put_ref(f->kv, 5, (uint64_t)i * 10, (uint64_t)i * 10 + 10, (uint64_t)i * 100,
+			(uint64_t)i * 100 + 100, (uint64_t)i);
+	put_ref(f->kv, 5, 50, 60, 500, 500, 5);
+	for (int i = 6; i < 12; i++)
+		put_ref(f->kv, 5, (uint64_t)i * 10, (uint64_t)i * 10 + 10, (uint64_t)i * 100 - 100,
+			(uint64_t)i * 100, (uint64_t)i);
+	put_ref(f->kv, 6, 0, 10, 0, 10, 0);
+
+	/* At a ref's start: one range, no floor. */
+	expect_window(f->kv, 5, 0, 4, 1000, 0, 4, 0, 1);
+	expect_window(f->kv, 5, 300, 8, 1000, 0, 8, 30, 1);
+	/* The empty ref at the start is skipped; in the middle it is kept. */
+	expect_window(f->kv, 5, 500, 3, 1000, 0, 3, 60, 1);
+	expect_window(f->kv, 5, 400, 3, 1000, 0, 3, 40, 1);
+	/* Inside a ref: the range, then a floor by seq. */
+	expect_window(f->kv, 5, 250, 4, 1000, 0, 4, 20, 2);
+	expect_window(f->kv, 5, 499, 2, 1000, 0, 2, 40, 2);
+	/* Inside the last ref: no next ref, a floor by byte. */
+	expect_window(f->kv, 5, 1050, 4, 1000, 0, 1, 110, 2);
+	/* The slot budget ends the window after the ref that reaches it. */
+	expect_window(f->kv, 5, 0, 8, 2, 0, 2, 0, 1);
+	/* Past the last ref, an unknown stream, cap 0. */
+	expect_window(f->kv, 5, 1100, 4, 1000, -ENOENT, 0, 0, 2);
+	expect_window(f->kv, 7, 0, 4, 1000, -ENOENT, 0, 0, 2);
+	expect_window(f->kv, 5, 0, 0, 1000, -EINVAL, 0, 0, 0);
+}
+
 /* ================================================================ chains */
 
 static void test_rows_chain_mint(void **state)
@@ -1850,6 +1914,7 @@ int main(void)
 		T(test_rows_ref_byte_index_same_value),
 		T(test_rows_ref_empty_ref_shares_byte_key),
 		T(test_rows_ref_list_paging),
+		T(test_rows_ref_window_byte),
 		T(test_rows_chain_mint),
 		T(test_rows_chain_cas_conflict),
 		cmocka_unit_test(test_rows_chain_decode_hostile),

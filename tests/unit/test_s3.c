@@ -113,6 +113,63 @@ static void test_s3_url_accepts(void **state)
 	unsetenv("AWS_SESSION_TOKEN");
 }
 
+/* store_presign(): the URL of the key under the prefix, the X-Amz-*
+ * query of a GET valid for ttl_s, virtual host or path style, the
+ * session token signed in; bad ttls and keys refused; the directory
+ * store cannot presign. */
+static void test_s3_presign(void **state)
+{
+	struct store *s = NULL;
+	struct nv_buf url;
+	const char *u, *sig;
+
+	(void)state;
+	unsetenv("AWS_SESSION_TOKEN");
+	nv_buf_init(&url, 8192);
+	assert_int_equal(store_open("s3://bkt?endpoint=http://127.0.0.1:9000&access_key=AK"
+				    "&secret_key=SK&prefix=p/q", &s), 0);
+	assert_int_equal(store_presign(s, "streams/b/7/0000000000000001/0000000000000000~1", 60,
+				       &url), 0);
+	u = (const char *)url.ptr;
+	assert_int_equal(strncmp(u, "http://127.0.0.1:9000/bkt/p/q/streams/b/7/"
+				 "0000000000000001/0000000000000000~1?X-Amz-Algorithm="
+				 "AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F", 108), 0);
+	assert_non_null(strstr(u, "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date="));
+	assert_non_null(strstr(u, "&X-Amz-Expires=60&X-Amz-SignedHeaders=host&X-Amz-Signature="));
+	assert_null(strstr(u, "X-Amz-Security-Token"));
+	sig = strstr(u, "X-Amz-Signature=") + 16;
+	assert_int_equal(strlen(sig), 64);
+	assert_int_equal(strspn(sig, "0123456789abcdef"), 64);
+	nv_buf_reset(&url);
+	assert_int_equal(store_presign(s, "streams/x", 0, &url), -EINVAL);
+	assert_int_equal(store_presign(s, "streams/x", 604801, &url), -EINVAL);
+	assert_int_equal(store_presign(s, "../x", 60, &url), -EINVAL);
+	store_close(s);
+
+	setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+	setenv("AWS_SESSION_TOKEN", "tok", 1);
+	assert_int_equal(store_open("s3://my-bucket?region=eu-west-1", &s), 0);
+	nv_buf_reset(&url);
+	assert_int_equal(store_presign(s, "streams/x", 5, &url), 0);
+	u = (const char *)url.ptr;
+	assert_int_equal(strncmp(u, "https://my-bucket.s3.eu-west-1.amazonaws.com/streams/x?", 55),
+			 0);
+	assert_non_null(strstr(u, "%2Feu-west-1%2Fs3%2Faws4_request"));
+	assert_non_null(strstr(u, "&X-Amz-Security-Token=tok&"));
+	store_close(s);
+	unsetenv("AWS_SESSION_TOKEN");
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+
+	assert_int_equal(store_open("dir:/tmp/test_s3_presign_dir", &s), 0);
+	nv_buf_reset(&url);
+	assert_int_equal(store_presign(s, "streams/x", 60, &url), -ENOTSUP);
+	store_close(s);
+	assert_int_equal(system("rm -rf /tmp/test_s3_presign_dir"), 0);
+	nv_buf_free(&url);
+}
+
 static void test_s3_to_errno(void **state)
 {
 	assert_int_equal(s3_to_errno(CURLE_OK, 200, NULL), 0);
@@ -486,6 +543,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_s3_url_rejects),
 		cmocka_unit_test(test_s3_url_accepts),
+		cmocka_unit_test(test_s3_presign),
 		cmocka_unit_test(test_s3_to_errno),
 		cmocka_unit_test(test_s3_retries),
 		cmocka_unit_test(test_s3_hostile_answers),

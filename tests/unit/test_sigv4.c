@@ -344,6 +344,44 @@ static void test_sigv4_amz_date(void **state)
 	assert_string_equal(d, SUITE_DATE);
 }
 
+/* The presigned-URL example of AWS's "Authenticating Requests: Using
+ * Query Parameters" page: GET /test.txt of examplebucket, 24 hours. */
+static void test_sigv4_presign_example(void **state)
+{
+	const struct sigv4_creds c = { "AKIAIOSFODNN7EXAMPLE",
+				       "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1",
+				       "s3" };
+	struct sigv4_presign p = { .method = "GET", .path = "/test.txt",
+				   .host = "examplebucket.s3.amazonaws.com",
+				   .amz_date = "20130524T000000Z", .expires_s = 86400 };
+	struct nv_buf b;
+
+	(void)state;
+	nv_buf_init(&b, 8192);
+	assert_int_equal(sigv4_presign_query(&p, &c, &b), 0);
+	assert_string_equal((char *)b.ptr,
+			    "X-Amz-Algorithm=AWS4-HMAC-SHA256"
+			    "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2F"
+			    "aws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400"
+			    "&X-Amz-SignedHeaders=host&X-Amz-Signature="
+			    "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404");
+	/* Out of S3's range, or a bad date: refused, nothing signed. */
+	p.expires_s = 0;
+	assert_int_equal(sigv4_presign_query(&p, &c, &b), -EINVAL);
+	p.expires_s = SIGV4_PRESIGN_MAX_S + 1;
+	assert_int_equal(sigv4_presign_query(&p, &c, &b), -EINVAL);
+	p.expires_s = 60;
+	p.amz_date = "2013-05-24";
+	assert_int_equal(sigv4_presign_query(&p, &c, &b), -EINVAL);
+	/* A session token is signed as X-Amz-Security-Token. */
+	nv_buf_reset(&b);
+	p.amz_date = "20130524T000000Z";
+	p.session_token = "tok/en";
+	assert_int_equal(sigv4_presign_query(&p, &c, &b), 0);
+	assert_non_null(strstr((char *)b.ptr, "&X-Amz-Security-Token=tok%2Fen&X-Amz-SignedHeaders"));
+	nv_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_sigv4_s3_shapes),
 		cmocka_unit_test(test_sigv4_rejects),
 		cmocka_unit_test(test_sigv4_amz_date),
+		cmocka_unit_test(test_sigv4_presign_example),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,7 @@
  * by those files only.
  *
  * The backend is store.h over libcurl, signed with sigv4.c, answers read
- * with xml.c, in six files:
+ * with xml.c, in seven files:
  *   ops.c      the store ops glue: put, ranged get, head, delete, close,
  *              the ops table and s3_store_open()
  *   url.c      URL and options parsing (s3_url_parse())
@@ -14,12 +14,17 @@
  *   errors.c   the one errno translation (s3_to_errno()), failure logs
  *   list.c     paged listing (s3_list())
  *   mpu.c      multipart upload (s3_mpu_*())
+ *   cache.c    the object cache tier: ranged gets through caching
+ *              proxies chosen per (object, page) by the bounded-load
+ *              ring of engine/store/tier.h, direct fallback, purge after
+ *              delete (s3_cache_*())
  *
  * For: keeping novafs objects in an S3-compatible bucket (AWS S3, Ceph
  * RGW, and lax servers such as s3rver): put, ranged get, head, batch
  * delete, paged listing, multipart upload with server-side part copy.
  * Not for: key checks, counters, failpoints (store.c does them before any
- * call gets here), bucket management, caching.
+ * call gets here), bucket management, caching in this process (the
+ * cache tier of cache.c is other processes: nginx proxies).
  *
  * Invariants of the whole backend (the files cite them by number):
  *  1. Every request is signed with SigV4 (sigv4.h) and carries
@@ -100,6 +105,7 @@
 #include "engine/store/s3.h"
 #include "engine/store/s3/sigv4.h"
 #include "engine/store/store.h"
+#include "engine/store/tier.h"
 #include "src/base/buf.h"
 
 /* ------------------------------------------------------------ limits */
@@ -137,6 +143,11 @@
 
 /* ---------------------------------------------------------- structs */
 
+/* The cache_* URL options as given (NULL: not given); url.c fills it. */
+struct s3_cache_opts {
+	const char *list, *slice_kib, *hedge_ms, *eps_pct, *auth_file;
+};
+
 struct s3_store {
 	/* Immutable after s3_store_open(). */
 	char *bucket;
@@ -162,6 +173,9 @@ struct s3_store {
 	CURL **free_handles;  /* protected by pool_lock; max_connections slots */
 	int nfree;            /* protected by pool_lock */
 	int nhandles;         /* protected by pool_lock: made, free or in use */
+
+	struct store_tier *cache; /* the cache tier (cache.c, tier.h), or NULL */
+	atomic_ullong cache_purge_fails; /* cache.c: purges that failed */
 
 	atomic_bool copy_unsupported;   /* UploadPartCopy answered 501 */
 	atomic_bool delete_unsupported; /* DeleteObjects answered 501 */
@@ -205,6 +219,15 @@ struct s3_req {
 	size_t dst_len;
 	uint64_t off;            /* object offset wanted at dst[0] */
 	size_t body_max;         /* S3_SINK_BUF bound */
+	/* Through a cache proxy (cache.c): the request goes to via instead
+	 * of the endpoint, signed for the endpoint's host, attempted once;
+	 * uhdr are sent unsigned (the proxy may rewrite them: Range); with
+	 * hedge_ms > 0 it is abandoned (-ETIMEDOUT) when no body byte came
+	 * within hedge_ms. */
+	const char *via;
+	struct sigv4_kv uhdr[3];
+	size_t nuhdr;
+	long hedge_ms;
 };
 
 /* One response.  Reset before every attempt. */
@@ -230,6 +253,8 @@ struct s3_resp {
 	size_t got;
 	uint64_t skip;       /* body bytes to drop before dst[0] */
 	bool sink_started, sink_full;
+	bool hedged;         /* via: abandoned by the hedge (q->hedge_ms) */
+	uint64_t t0_ns;      /* monotonic start of the attempt */
 	const struct s3_req *req;
 };
 
@@ -298,8 +323,23 @@ int s3_bad_answer(const struct s3_store *s, const char *what,
  * s3_close() frees it.
  */
 int s3_url_parse(const char *url, struct s3_store *s, bool *path_style);
+/* The decimal option name=v (NULL: not given, *out untouched) within
+ * [lo, hi] into *out.  0 or -EINVAL (logged without the URL's secrets). */
+int s3_parse_long(const char *url, const char *name, const char *v, long lo,
+		  long hi, long *out);
 
 /* ---------------------------------------------- ops.c, list.c, mpu.c */
+
+/*
+ * One ranged get of the full key fk into dst (len bytes, caller's):
+ * direct when via < 0, else through proxy via of s->cache.  Direct: the
+ * store.h get_range contract (0 and *got, -ENOENT, -ERANGE, or the logged
+ * error).  Through a proxy: 0 and *got only for a clean 200/206 that adds
+ * up; anything else is -EAGAIN (not logged; -ETIMEDOUT for a hedge), with
+ * *down set when the proxy itself failed (transport, 5xx, hedge).
+ */
+int s3_get_once(struct s3_store *s, const char *fk, uint64_t off, size_t len,
+		void *dst, size_t *got, int via, bool *down);
 
 /* HEAD of the full key fkey (what names the call in logs).  0 and *size
  * (and the ETag into etag, etag_cap bytes, when etag is not NULL),
@@ -317,5 +357,24 @@ int s3_mpu_copy_part(void *be, void *upload, int part_no,
 		     const char *src_key, uint64_t off, uint64_t len);
 int s3_mpu_complete(void *be, void *upload, unsigned flags);
 void s3_mpu_abort(void *be, void *upload);
+
+/* ------------------------------------------------- cache.c: the tier */
+
+/* The cache_* options o of url into s->cache (left NULL without cache=).
+ * 0, -EINVAL (logged, naming the option), -ENOMEM. */
+int s3_cache_parse(struct s3_store *s, const char *url, const struct s3_cache_opts *o);
+void s3_cache_free(struct store_tier *c);
+/* The ranged get of fk through the tier (store.h get_range contract). */
+int s3_cache_get(struct s3_store *s, const char *fk, uint64_t off, size_t len,
+		 char *dst, size_t *got);
+/* Purge every slice of the deleted fk (size bytes) from every live proxy
+ * (cache.c invariant 5).  0 or the first failure (logged). */
+int s3_cache_purge(struct s3_store *s, const char *fk, uint64_t size);
+/* ops.c: refresh the slice at off of fk through proxy idx (bypassing its
+ * cache); 0 when the proxy answered (any status but 5xx and 403), else
+ * -EIO / -EACCES. */
+int s3_cache_refresh_one(struct s3_store *s, const char *fk, uint64_t off, int idx);
+/* Log the tier's counters (at close). */
+void s3_cache_report(const struct s3_store *s);
 
 #endif

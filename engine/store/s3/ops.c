@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 /* ------------------------------------------------------- curl, once */
@@ -77,6 +78,36 @@ static int s3_head(void *be, const char *key, uint64_t *size)
 	int rc = s3_full_key(s, "head", key, fk, sizeof(fk));
 
 	return rc ? rc : s3_head_full(s, "head", fk, size, NULL, 0);
+}
+
+/* A presigned GET of key (store_presign()): the same path, host and
+ * credentials the backend's own requests sign with. */
+static int s3_presign(void *be, const char *key, unsigned ttl_s, struct nv_buf *url)
+{
+	struct s3_store *s = be;
+	struct sigv4_creds c = { s->access_key, s->secret_key, s->region, "s3" };
+	char fk[STORE_KEY_MAX + 1], date[SIGV4_DATE_LEN];
+	struct sigv4_presign p = { .method = "GET", .host = s->host, .amz_date = date,
+				   .expires_s = ttl_s, .session_token = s->session_token };
+	struct nv_buf path;
+	int rc = s3_full_key(s, "presign", key, fk, sizeof(fk));
+
+	if (rc)
+		return rc;
+	sigv4_amz_date(time(NULL), date);
+	nv_buf_init(&path, 2 * STORE_KEY_MAX + 256);
+	rc = nv_buf_printf(&path, "%s/%s", s->path_base, fk);
+	p.path = (const char *)path.ptr;
+	if (rc == 0)
+		rc = nv_buf_printf(url, "%s", s->base_url);
+	if (rc == 0)
+		rc = sigv4_uri_encode(url, p.path, path.len, true);
+	if (rc == 0)
+		rc = nv_buf_printf(url, "?");
+	if (rc == 0)
+		rc = sigv4_presign_query(&p, &c, url);
+	nv_buf_free(&path);
+	return rc;
 }
 
 static int s3_put(void *be, const char *key, const struct iovec *iov, int iovcnt,
@@ -135,11 +166,20 @@ out:
 	return rc;
 }
 
-static int s3_get_range(void *be, const char *key, uint64_t off, size_t len,
-			void *dst, size_t *got)
+/* A proxy's answer that is no clean 200/206 (internal.h s3_get_once()):
+ * -EAGAIN, or -ETIMEDOUT for a hedge; *down when the proxy failed. */
+static int proxy_miss(const struct s3_resp *r, bool *down)
 {
-	struct s3_store *s = be;
-	char fk[STORE_KEY_MAX + 1], range[64];
+	if (down)
+		*down = r->cc != CURLE_OK || r->status >= 500;
+	return r->hedged ? -ETIMEDOUT : -EAGAIN;
+}
+
+/* internal.h; invariant 3. */
+int s3_get_once(struct s3_store *s, const char *fk, uint64_t off, size_t len,
+		void *dst, size_t *got, int via, bool *down)
+{
+	char range[64];
 	struct s3_req q = { .what = "get", .method = "GET", .key = fk,
 			    .sink = S3_SINK_RANGE, .dst = dst, .dst_len = len,
 			    .off = off };
@@ -148,22 +188,33 @@ static int s3_get_range(void *be, const char *key, uint64_t off, size_t len,
 	int rc;
 
 	*got = 0;
-	rc = s3_full_key(s, "get", key, fk, sizeof(fk));
-	if (rc)
-		return rc;
 	if (len == 0 || off > S3_OFF_MAX) {
 		/* No range can ask for nothing: a HEAD answers. */
+		if (via >= 0)
+			return -EAGAIN;
 		rc = s3_head_full(s, "get", fk, &size, NULL, 0);
 		return rc ? rc : off > size ? -ERANGE : 0;
 	}
 	last = off + (len - 1 < S3_OFF_MAX ? len - 1 : S3_OFF_MAX);
 	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off, last);
-	q.hdr[q.nhdr++] = (struct sigv4_kv){ "range", range };
+	if (via >= 0) {
+		/* cache.c invariant 4: Range unsigned, the tier's token. */
+		q.via = s->cache->px[via].base_url;
+		q.hedge_ms = s->cache->hedge_ms;
+		q.uhdr[q.nuhdr++] = (struct sigv4_kv){ "Range", range };
+		q.uhdr[q.nuhdr++] = (struct sigv4_kv){ "X-Nova-Cache-Auth", s->cache->auth };
+	} else {
+		q.hdr[q.nhdr++] = (struct sigv4_kv){ "range", range };
+	}
 	s3_resp_init(&r, S3_ERR_MAX);
 	rc = s3_do(s, &q, &r);
 	if (rc)
 		goto out;
 	if (r.crange_bad && r.status == 206) {
+		if (via >= 0) {
+			rc = proxy_miss(&r, down);
+			goto out;
+		}
 		/* A range answer that does not add up (s3rver on an empty
 		 * object): ask for the size and decide ourselves. */
 		rc = s3_head_full(s, "get", fk, &size, NULL, 0);
@@ -173,7 +224,7 @@ static int s3_get_range(void *be, const char *key, uint64_t off, size_t len,
 			rc = s3_bad_answer(s, "get", fk, "malformed Content-Range");
 		goto out;
 	}
-	if (s3_ok2xx(&r) && (r.status == 200 || r.status == 206)) {
+	if (r.cc == CURLE_OK && s3_ok2xx(&r) && (r.status == 200 || r.status == 206)) {
 		/* How much the answer says there is from off on. */
 		if (r.status == 206 && r.have_crange && r.cr_total != UINT64_MAX)
 			size = r.cr_total;
@@ -182,16 +233,21 @@ static int s3_get_range(void *be, const char *key, uint64_t off, size_t len,
 		else
 			size = UINT64_MAX; /* unknown: trust the body */
 		if (r.status == 200 && size != UINT64_MAX && off > size) {
-			rc = -ERANGE; /* the server ignored the range */
+			rc = via >= 0 ? proxy_miss(&r, down) : -ERANGE;
 			goto out;
 		}
 		want = size == UINT64_MAX ? r.got
 		     : size - off < len ? size - off : len;
 		if (r.got != want) {
-			rc = s3_bad_answer(s, "get", fk, "short or misplaced range");
+			rc = via >= 0 ? proxy_miss(&r, down)
+				      : s3_bad_answer(s, "get", fk, "short or misplaced range");
 			goto out;
 		}
 		*got = r.got;
+		goto out;
+	}
+	if (via >= 0) {
+		rc = proxy_miss(&r, down);
 		goto out;
 	}
 	rc = s3_to_errno(r.cc, r.status, r.code);
@@ -207,6 +263,47 @@ static int s3_get_range(void *be, const char *key, uint64_t off, size_t len,
 	if (rc != -ENOENT)
 		rc = s3_fail(s, "get", fk, &r);
 out:
+	nv_buf_free(&r.body);
+	return rc;
+}
+
+static int s3_get_range(void *be, const char *key, uint64_t off, size_t len,
+			void *dst, size_t *got)
+{
+	struct s3_store *s = be;
+	char fk[STORE_KEY_MAX + 1];
+	int rc;
+
+	*got = 0;
+	rc = s3_full_key(s, "get", key, fk, sizeof(fk));
+	if (rc)
+		return rc;
+	if (s->cache && len > 0 && off <= S3_OFF_MAX)
+		return s3_cache_get(s, fk, off, len, dst, got);
+	return s3_get_once(s, fk, off, len, dst, got, -1, NULL);
+}
+
+/* internal.h (cache.c invariant 5): a GET of one byte of the slice at off
+ * through proxy idx that bypasses its cache. */
+int s3_cache_refresh_one(struct s3_store *s, const char *fk, uint64_t off, int idx)
+{
+	char range[64], one;
+	struct s3_req q = { .what = "cache purge", .method = "GET", .key = fk,
+			    .sink = S3_SINK_RANGE, .dst = &one, .dst_len = 1,
+			    .off = off };
+	struct s3_resp r;
+	int rc;
+
+	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off, off);
+	q.via = s->cache->px[idx].base_url;
+	q.uhdr[q.nuhdr++] = (struct sigv4_kv){ "Range", range };
+	q.uhdr[q.nuhdr++] = (struct sigv4_kv){ "X-Nova-Cache-Auth", s->cache->auth };
+	q.uhdr[q.nuhdr++] = (struct sigv4_kv){ "X-Nova-Cache-Refresh", "1" };
+	s3_resp_init(&r, S3_ERR_MAX);
+	rc = s3_do(s, &q, &r);
+	if (rc == 0)
+		rc = r.cc != CURLE_OK || r.status >= 500 ? -EIO
+		   : r.status == 403 ? -EACCES : 0;
 	nv_buf_free(&r.body);
 	return rc;
 }
@@ -313,9 +410,9 @@ out:
 	return rc;
 }
 
-static int s3_del(void *be, const char *const *keys, size_t n)
+/* Delete keys[0..n) from the bucket (DeleteObjects, or one by one). */
+static int del_direct(struct s3_store *s, const char *const *keys, size_t n)
 {
-	struct s3_store *s = be;
 	int rc = 0;
 
 	for (size_t i = 0; i < n && rc == 0; i += S3_DELETE_BATCH) {
@@ -337,6 +434,44 @@ static int s3_del(void *be, const char *const *keys, size_t n)
 	return rc;
 }
 
+/* With a cache tier (cache.c invariant 5): the sizes first (a HEAD each:
+ * how many slices to purge), the delete, then the purge; a key already
+ * gone has nothing to purge that we can size, and is left to the
+ * proxies' inactive time. */
+static int del_purged(struct s3_store *s, const char *const *keys, size_t n)
+{
+	uint64_t size[S3_DELETE_BATCH];
+	bool have[S3_DELETE_BATCH];
+	char fk[STORE_KEY_MAX + 1];
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i += S3_DELETE_BATCH) {
+		size_t m = n - i < S3_DELETE_BATCH ? n - i : S3_DELETE_BATCH;
+
+		for (size_t j = 0; j < m && rc == 0; j++) {
+			rc = s3_full_key(s, "delete", keys[i + j], fk, sizeof(fk));
+			if (rc == 0)
+				rc = s3_head_full(s, "delete", fk, &size[j], NULL, 0);
+			have[j] = rc == 0;
+			if (rc == -ENOENT)
+				rc = 0;
+		}
+		if (rc == 0)
+			rc = del_direct(s, keys + i, m);
+		for (size_t j = 0; j < m && rc == 0; j++)
+			if (have[j] && s3_full_key(s, "delete", keys[i + j], fk, sizeof(fk)) == 0)
+				(void)s3_cache_purge(s, fk, size[j]); /* logged */
+	}
+	return rc;
+}
+
+static int s3_del(void *be, const char *const *keys, size_t n)
+{
+	struct s3_store *s = be;
+
+	return s->cache ? del_purged(s, keys, n) : del_direct(s, keys, n);
+}
+
 /* ------------------------------------------------------- open, close */
 
 static void s3_close(void *be)
@@ -345,6 +480,10 @@ static void s3_close(void *be)
 
 	if (!s)
 		return;
+	if (s->cache) {
+		s3_cache_report(s);
+		s3_cache_free(s->cache);
+	}
 	if (s->free_handles) {
 		assert(s->nfree == s->nhandles); /* no call in progress */
 		for (int i = 0; i < s->nfree; i++)
@@ -386,6 +525,7 @@ static const struct store_backend_ops s3_ops = {
 	.mpu_copy_part = s3_mpu_copy_part,
 	.mpu_complete = s3_mpu_complete,
 	.mpu_abort = s3_mpu_abort,
+	.presign = s3_presign,
 };
 
 int s3_store_open(const char *url, struct store **out)

@@ -519,6 +519,7 @@ static void resp_reset(struct s3_resp *r)
 	r->got = 0;
 	r->skip = 0;
 	r->sink_started = r->sink_full = false;
+	r->hedged = false;
 }
 
 /*
@@ -557,7 +558,7 @@ static int sign_request(struct s3_store *s, const struct s3_req *q,
 	nv_buf_init(&line, 64 * 1024);
 	rc = sigv4_authorization(&sr, &c, &auth);
 	if (rc == 0)
-		rc = nv_buf_printf(url, "%s", s->base_url);
+		rc = nv_buf_printf(url, "%s", q->via ? q->via : s->base_url);
 	if (rc == 0)
 		rc = sigv4_uri_encode(url, path, strlen(path), true);
 	if (rc == 0 && query[0])
@@ -567,6 +568,16 @@ static int sign_request(struct s3_store *s, const struct s3_req *q,
 		nv_buf_reset(&line);
 		rc = nv_buf_printf(&line, "%s: %s", hs[i].name,
 				   hs[i].value ? hs[i].value : "");
+		if (rc == 0 && !(l2 = curl_slist_append(*list, (char *)line.ptr)))
+			rc = -ENOMEM;
+		if (rc == 0)
+			*list = l2;
+	}
+	/* Then the unsigned ones (a cache proxy may rewrite them). */
+	for (size_t i = 0; i < q->nuhdr && rc == 0; i++) {
+		nv_buf_reset(&line);
+		rc = nv_buf_printf(&line, "%s: %s", q->uhdr[i].name,
+				   q->uhdr[i].value ? q->uhdr[i].value : "");
 		if (rc == 0 && !(l2 = curl_slist_append(*list, (char *)line.ptr)))
 			rc = -ENOMEM;
 		if (rc == 0)
@@ -601,6 +612,25 @@ static int sign_request(struct s3_store *s, const struct s3_req *q,
 	return rc;
 }
 
+/* The hedge of a request through a cache proxy (q->hedge_ms): abandon
+ * the transfer when no body byte came in time. */
+static int hedge_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow,
+		    curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct s3_resp *r = arg;
+
+	(void)dltotal;
+	(void)ultotal;
+	(void)ulnow;
+	if (dlnow > 0 || r->sink_started)
+		return 0;
+	if (nv_now_mono_ns() - r->t0_ns > (uint64_t)r->req->hedge_ms * 1000000u) {
+		r->hedged = true;
+		return 1;
+	}
+	return 0;
+}
+
 /* Set h up for q: URL, headers, timeouts, callbacks into r and rd (all
  * borrowed until the transfer ends). */
 static void set_options(struct s3_store *s, CURL *h, const struct s3_req *q,
@@ -629,6 +659,15 @@ static void set_options(struct s3_store *s, CURL *h, const struct s3_req *q,
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, r->curl_err);
 	if (s->ca_file)
 		curl_easy_setopt(h, CURLOPT_CAINFO, s->ca_file);
+	if (q->via && q->hedge_ms > 0) {
+		r->t0_ns = nv_now_mono_ns();
+		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+				 q->hedge_ms < s->connect_timeout_ms ? q->hedge_ms
+								     : s->connect_timeout_ms);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, hedge_cb);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, r);
+	}
 	if (!strcmp(q->method, "HEAD")) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (!strcmp(q->method, "PUT") || !strcmp(q->method, "POST")) {
@@ -734,7 +773,8 @@ int s3_do(struct s3_store *s, const struct s3_req *q, struct s3_resp *r)
 					   "response larger than expected");
 			break;
 		}
-		if (!retryable(r) || r->attempts > s->retries)
+		/* Through a cache proxy: one attempt; the caller goes direct. */
+		if (q->via || !retryable(r) || r->attempts > s->retries)
 			break;
 		nv_log(NV_DEBUG, NV_SUB_STORE,
 		       "s3://%s %s %s: attempt %d failed (%s, HTTP %ld %s), retrying",

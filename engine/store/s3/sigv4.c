@@ -345,27 +345,22 @@ static int hmac(const void *key, size_t klen, const void *msg, size_t mlen,
 	return 0;
 }
 
-int sigv4_authorization(const struct sigv4_request *rq,
-			const struct sigv4_creds *c, struct nv_buf *out)
+/* The signature of rq (lower-case hex) for c on day: the key chain
+ * kDate, kRegion, kService, kSigning over the string to sign.  0,
+ * -EINVAL (bad credentials, invariant 4), -E2BIG, -ENOMEM, -EIO. */
+static int signature_hex(const struct sigv4_request *rq, const struct sigv4_creds *c,
+			 const char *day, char sighex[SIGV4_HEX_LEN])
 {
-	struct nv_buf sts, signed_list, secret;
+	struct nv_buf sts, secret;
 	unsigned char k[32], sig[32];
-	char day[9], sighex[SIGV4_HEX_LEN];
 	int rc;
 
 	if (!c->access_key || !c->secret_key || !c->access_key[0] ||
 	    strpbrk(c->access_key, "/,\r\n "))
 		return -EINVAL;
-	rc = date_of(rq->amz_date, day);
-	if (rc)
-		return rc;
 	nv_buf_init(&sts, SIZE_MAX);
-	nv_buf_init(&signed_list, SIGV4_ITEMS_MAX * 256);
 	nv_buf_init(&secret, SIGV4_FIELD_MAX);
 	rc = sts_build(rq, c, day, &sts);
-	if (rc == 0)
-		rc = canon_headers(rq, NULL, &signed_list);
-	/* The key chain: kDate, kRegion, kService, kSigning. */
 	if (rc == 0)
 		rc = nv_buf_printf(&secret, "AWS4%s", c->secret_key);
 	if (rc == 0)
@@ -378,20 +373,75 @@ int sigv4_authorization(const struct sigv4_request *rq,
 		rc = hmac(k, 32, "aws4_request", 12, k);
 	if (rc == 0)
 		rc = hmac(k, 32, sts.ptr, sts.len, sig);
-	if (rc == 0) {
+	if (rc == 0)
 		to_hex(sig, 32, sighex);
-		rc = nv_buf_printf(out,
-				   "AWS4-HMAC-SHA256 Credential=%s/%s/%s/%s/aws4_request, "
-				   "SignedHeaders=%s, Signature=%s",
-				   c->access_key, day, c->region, c->service,
-				   signed_list.ptr, sighex);
-	}
 	/* Wipe the derived secrets before the memory goes back. */
 	if (secret.ptr)
 		memset(secret.ptr, 0, secret.cap);
 	memset(k, 0, sizeof(k));
 	nv_buf_free(&secret);
-	nv_buf_free(&signed_list);
 	nv_buf_free(&sts);
+	return rc;
+}
+
+int sigv4_authorization(const struct sigv4_request *rq,
+			const struct sigv4_creds *c, struct nv_buf *out)
+{
+	struct nv_buf signed_list;
+	char day[9], sighex[SIGV4_HEX_LEN];
+	int rc = date_of(rq->amz_date, day);
+
+	if (rc)
+		return rc;
+	nv_buf_init(&signed_list, SIGV4_ITEMS_MAX * 256);
+	rc = signature_hex(rq, c, day, sighex);
+	if (rc == 0)
+		rc = canon_headers(rq, NULL, &signed_list);
+	if (rc == 0)
+		rc = nv_buf_printf(out,
+				   "AWS4-HMAC-SHA256 Credential=%s/%s/%s/%s/aws4_request, "
+				   "SignedHeaders=%s, Signature=%s",
+				   c->access_key, day, c->region, c->service,
+				   signed_list.ptr, sighex);
+	nv_buf_free(&signed_list);
+	return rc;
+}
+
+int sigv4_presign_query(const struct sigv4_presign *p, const struct sigv4_creds *c,
+			struct nv_buf *out)
+{
+	char day[9], cred[512], expires[16], sighex[SIGV4_HEX_LEN];
+	struct sigv4_kv q[6], h[1] = { { "host", p->host } };
+	struct sigv4_request rq;
+	size_t nq = 0;
+	int n, rc = date_of(p->amz_date, day);
+
+	if (rc)
+		return rc;
+	if (p->expires_s < 1 || p->expires_s > SIGV4_PRESIGN_MAX_S || !p->host || !c->access_key ||
+	    !c->region || !c->service)
+		return -EINVAL;
+	n = snprintf(cred, sizeof(cred), "%s/%s/%s/%s/aws4_request", c->access_key, day,
+		     c->region, c->service);
+	if (n < 0 || (size_t)n >= sizeof(cred))
+		return -E2BIG;
+	snprintf(expires, sizeof(expires), "%u", p->expires_s);
+	q[nq++] = (struct sigv4_kv){ "X-Amz-Algorithm", "AWS4-HMAC-SHA256" };
+	q[nq++] = (struct sigv4_kv){ "X-Amz-Credential", cred };
+	q[nq++] = (struct sigv4_kv){ "X-Amz-Date", p->amz_date };
+	q[nq++] = (struct sigv4_kv){ "X-Amz-Expires", expires };
+	if (p->session_token)
+		q[nq++] = (struct sigv4_kv){ "X-Amz-Security-Token", p->session_token };
+	q[nq++] = (struct sigv4_kv){ "X-Amz-SignedHeaders", "host" };
+	rq = (struct sigv4_request){
+		.method = p->method, .path = p->path, .query = q, .nquery = nq,
+		.headers = h, .nheaders = 1, .payload_hash = SIGV4_UNSIGNED_PAYLOAD,
+		.amz_date = p->amz_date,
+	};
+	rc = signature_hex(&rq, c, day, sighex);
+	if (rc == 0)
+		rc = sigv4_query_string(out, q, nq);
+	if (rc == 0)
+		rc = nv_buf_printf(out, "&X-Amz-Signature=%s", sighex);
 	return rc;
 }

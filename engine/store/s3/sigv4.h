@@ -6,7 +6,9 @@
  * value from a description of the request; it also exports the two
  * encoders it uses (path and query), so the caller builds the URL it
  * sends with the very same bytes it signed.
- * Not for: presigned URLs, chunked (streaming) payload signing, SigV4A,
+ * sigv4_presign_query() is the query form of the same signature (a
+ * presigned GET URL, DESIGN.md section 8 "signed" vending).
+ * Not for: chunked (streaming) payload signing, SigV4A,
  * the generic-service path normalisation ("/a/../b"): S3 signs the path
  * as sent, each segment URI-encoded once, which is what this does.
  *
@@ -112,6 +114,26 @@ int sigv4_string_to_sign(const struct sigv4_request *rq,
 int sigv4_authorization(const struct sigv4_request *rq,
 			const struct sigv4_creds *c, struct nv_buf *out)
 	__attribute__((warn_unused_result));
+
+/* The longest validity S3 accepts for a presigned URL (7 days). */
+#define SIGV4_PRESIGN_MAX_S 604800u
+
+/* A presigned request: everything borrowed for the call. */
+struct sigv4_presign {
+	const char *method;        /* "GET" */
+	const char *path;          /* raw absolute path, as for sigv4_request */
+	const char *host;          /* the Host header value: the one signed header */
+	const char *amz_date;      /* signing time, "YYYYMMDDTHHMMSSZ" */
+	unsigned expires_s;        /* X-Amz-Expires: 1..SIGV4_PRESIGN_MAX_S */
+	const char *session_token; /* NULL, or X-Amz-Security-Token */
+};
+
+/* Append the query string of the presigned request p to out: the
+ * X-Amz-* parameters in canonical order (invariant 2), then
+ * "&X-Amz-Signature=HEX".  The payload is UNSIGNED-PAYLOAD.  Errors as
+ * sigv4_authorization(), and -EINVAL for expires_s out of range. */
+int sigv4_presign_query(const struct sigv4_presign *p, const struct sigv4_creds *c,
+			struct nv_buf *out) __attribute__((warn_unused_result));
 
 /* Hex SHA-256 of p[0..n).  0 or -EIO (OpenSSL failure). */
 int sigv4_sha256_hex(const void *p, size_t n, char out[SIGV4_HEX_LEN])

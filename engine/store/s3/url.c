@@ -41,6 +41,7 @@ struct s3_opts {
 	char *endpoint, *region, *path_style, *access_key, *secret_key;
 	char *prefix, *zone, *connect_timeout_ms, *request_timeout_ms;
 	char *retries, *max_connections, *sign_payload, *list_max_keys, *ca_file;
+	char *cache, *cache_slice_kib, *cache_hedge_ms, *cache_eps_pct, *cache_auth_file;
 };
 
 #define OPT(name) { #name, offsetof(struct s3_opts, name) }
@@ -48,7 +49,9 @@ static const struct { const char *name; size_t off; } s3_opt_table[] = {
 	OPT(endpoint), OPT(region), OPT(path_style), OPT(access_key),
 	OPT(secret_key), OPT(prefix), OPT(zone), OPT(connect_timeout_ms),
 	OPT(request_timeout_ms), OPT(retries), OPT(max_connections),
-	OPT(sign_payload), OPT(list_max_keys), OPT(ca_file),
+	OPT(sign_payload), OPT(list_max_keys), OPT(ca_file), OPT(cache),
+	OPT(cache_slice_kib), OPT(cache_hedge_ms), OPT(cache_eps_pct),
+	OPT(cache_auth_file),
 };
 #undef OPT
 
@@ -171,8 +174,9 @@ static bool bucket_ok(const char *b, bool path_style)
 	return true;
 }
 
-static int parse_long(const char *url, const char *name, const char *v, long lo,
-		      long hi, long *out)
+/* internal.h */
+int s3_parse_long(const char *url, const char *name, const char *v, long lo,
+		  long hi, long *out)
 {
 	char *end;
 	long x;
@@ -272,27 +276,27 @@ static int parse_numbers(const char *url, const struct s3_opts *o, struct s3_sto
 	long v;
 	int rc;
 
-	if ((rc = parse_long(url, "connect_timeout_ms", o->connect_timeout_ms, 1,
+	if ((rc = s3_parse_long(url, "connect_timeout_ms", o->connect_timeout_ms, 1,
 			     600000, &s->connect_timeout_ms)) ||
-	    (rc = parse_long(url, "request_timeout_ms", o->request_timeout_ms, 1,
+	    (rc = s3_parse_long(url, "request_timeout_ms", o->request_timeout_ms, 1,
 			     86400000, &s->request_timeout_ms)))
 		return rc;
 	v = s->retries;
-	if ((rc = parse_long(url, "retries", o->retries, 0, S3_RETRIES_MAX, &v)))
+	if ((rc = s3_parse_long(url, "retries", o->retries, 0, S3_RETRIES_MAX, &v)))
 		return rc;
 	s->retries = (int)v;
 	v = s->max_connections;
-	if ((rc = parse_long(url, "max_connections", o->max_connections, 1,
+	if ((rc = s3_parse_long(url, "max_connections", o->max_connections, 1,
 			     S3_MAX_CONNECTIONS_MAX, &v)))
 		return rc;
 	s->max_connections = (int)v;
 	v = s->list_max_keys;
-	if ((rc = parse_long(url, "list_max_keys", o->list_max_keys, 1,
+	if ((rc = s3_parse_long(url, "list_max_keys", o->list_max_keys, 1,
 			     S3_LIST_MAX_KEYS, &v)))
 		return rc;
 	s->list_max_keys = (int)v;
 	v = 0;
-	if ((rc = parse_long(url, "sign_payload", o->sign_payload, 0, 1, &v)))
+	if ((rc = s3_parse_long(url, "sign_payload", o->sign_payload, 0, 1, &v)))
 		return rc;
 	s->sign_payload = v == 1;
 	return 0;
@@ -436,6 +440,12 @@ int s3_url_parse(const char *url, struct s3_store *s, bool *path_style_out)
 	if (!s->prefix || (o.zone && !s->zone) || (o.ca_file && !s->ca_file))
 		goto out;
 	rc = set_addresses(s, host, https, port, path_style);
+	if (rc == 0) {
+		struct s3_cache_opts co = { o.cache, o.cache_slice_kib, o.cache_hedge_ms,
+					    o.cache_eps_pct, o.cache_auth_file };
+
+		rc = s3_cache_parse(s, url, &co);
+	}
 	*path_style_out = path_style;
 out:
 	opts_free(&o);

@@ -1,0 +1,171 @@
+#!/bin/bash
+# t_gateway_stars.sh - novagw in front of a star that does not lead the
+# stream: two stars (A leads, B does not) on one etcd member and one
+# shared store, the Gateway told of B alone (--star=B).
+#   1. Pages by seq (the tail window is A's: B answers NOT_OWNER and the
+#      Gateway's cluster client redials A) equal A's bytes; so do events
+#      from seq 0 while A appends, byte for byte.
+#   2. kill -9 of A with the events open: the subscription breaks; the
+#      Gateway resumes it at its cursor at B, which takes the vacant
+#      stream once A's lease is gone; B's appends then arrive in the same
+#      events, none lost or repeated, and a page read after it equals B's
+#      bytes.
+#   Four events readers of the stream throughout: each gets every byte
+#   once, and the leading star (A, then B) serves ONE subscription for
+#   them (its subscriptions gauge): the Gateway's shared follow, resumed
+#   as one at B.
+# Members come from tests/etcd/etcd.sh (stopped by PID in the trap).
+set -euo pipefail
+# shellcheck source=tests/integration/lib.sh
+. "$TESTLIB"
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+nv_init
+command -v curl >/dev/null || nv_skip "curl is not installed"
+[ -x "${NOVAGW:-}" ] || nv_hard_error "NOVAGW is not set to the novagw binary"
+ED=$NV_TMP/etcd
+"$here/etcd.sh" start "$ED" 1 > "$NV_TMP/etcd.env" || exit $?
+nv_bg "$(cat "$ED/m1.pid")"
+. "$ED/env.sh"
+
+SHARED=$NV_TMP/shared
+MB=$NV_TMP/mnt-b
+DB=$NV_TMP/data-b
+LOGB=$NV_TMP/novafs-b.log
+mkdir -p "$SHARED" "$MB" "$DB"
+: > "$LOGB"
+SEC=$NV_TMP/secret
+head -c 32 /dev/urandom | base64 > "$SEC"
+chmod 600 "$SEC"
+KEY=gw-key-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf 'b %s\n' "$KEY" > "$NV_TMP/keys"
+chmod 600 "$NV_TMP/keys"
+COMMON="store=dir:$SHARED,meta=$NOVAFS_ETCD_URL,star_lease_s=2,put_timeout_s=2,attr_timeout=0,cluster_secret_file=$SEC"
+B_PID=
+stars_cleanup() {
+	local rc=$?
+	if [ -n "$B_PID" ]; then
+		timeout 10 fusermount3 -u "$MB" 2>/dev/null || kill -9 "$B_PID" 2>/dev/null || true
+		for _ in $(seq 100); do kill -0 "$B_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$B_PID" 2>/dev/null || true
+		timeout 10 fusermount3 -uz "$MB" 2>/dev/null || true
+	fi
+	(exit $rc)
+	nv_cleanup
+}
+trap stars_cleanup EXIT
+
+nv_start_star "star=sa,$COMMON"
+MA=$MNT
+nv_spawn_star "$MB" "$LOGB" "data_dir=$DB,star=sb,$COMMON"
+B_PID=$NV_STAR_PID
+BPORT=$(sed -n 's/.*star API listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LOGB" | tail -n 1)
+[ -n "$BPORT" ] || fail "no listening port in B's log"
+GWLOG=$NV_TMP/gw.log
+for try in 1 2 3; do
+	GWPORT=$(nv_free_port)
+	"$NOVAGW" --listen="127.0.0.1:$GWPORT" --star="127.0.0.1:$BPORT" --cluster-secret-file="$SEC" \
+		--api-keys-file="$NV_TMP/keys" --heartbeat-s=1 >> "$GWLOG" 2>&1 &
+	GW=$!
+	nv_bg "$GW"
+	nv_await 10 "novagw on $GWPORT" bash -c "curl -sf http://127.0.0.1:$GWPORT/healthz >/dev/null || ! kill -0 $GW"
+	kill -0 "$GW" 2>/dev/null && break
+	[ "$try" -lt 3 ] || fail "novagw did not start: $(cat "$GWLOG")"
+done
+GWURL=http://127.0.0.1:$GWPORT/v1/streams/b/s
+AUTH="Authorization: Bearer $KEY"
+say "stars A (pid $NV_PID) and B (pid $B_PID, port $BPORT), novagw on $GWPORT told of B alone"
+
+# write FILE FIRST N: records "r FIRST".."r FIRST+N-1", one write() each.
+write() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+for i in range(int(sys.argv[2]), int(sys.argv[2]) + int(sys.argv[3])):
+    os.write(fd, (("r %d " % i) + "x" * (i % 200) + "\n").encode())
+os.close(fd)
+PY
+}
+mkdir "$MA/b"
+write "$MA/b/s" 0 200
+
+say "1. pages and events through B, the stream led by A"
+code=$(curl -s -o "$NV_TMP/page" -w '%{http_code}' -H "$AUTH" "$GWURL/records?seq=0")
+nv_expect_eq "$code" 200 "a page from seq 0"
+cmp "$NV_TMP/page" "$MA/b/s" || fail "the page differs from A's stream"
+code=$(curl -s -D "$NV_TMP/h" -o "$NV_TMP/page" -w '%{http_code}' -H "$AUTH" "$GWURL/records?seq=150&limit=10")
+grep -qi '^Nova-Count: 10' "$NV_TMP/h" || fail "records 150..159: $(cat "$NV_TMP/h")"
+OFF=$(grep -i '^Nova-Offset:' "$NV_TMP/h" | tr -dc 0-9)
+dd if="$MA/b/s" bs=1 skip="$OFF" count="$(stat -c %s "$NV_TMP/page")" 2>/dev/null | cmp - "$NV_TMP/page" ||
+	fail "records 150..159 differ from A's bytes"
+say "ok: pages through B equal A's bytes"
+curl -s -N -H "$AUTH" "$GWURL/events?seq=0" > "$NV_TMP/ev" &
+EV=$!
+nv_bg "$EV"
+EVS=()
+for i in 2 3 4; do
+	curl -s -N -H "$AUTH" "$GWURL/events?seq=0" > "$NV_TMP/ev$i" &
+	EVS+=($!)
+	nv_bg "$!"
+done
+write "$MA/b/s" 200 100
+cat > "$NV_TMP/sse.py" <<'PY'
+import base64, json, sys  # sse.py EVENTS: decode, write EVENTS.bin, print its length
+raw = open(sys.argv[1], 'rb').read().decode()
+cursor, out = 0, b''
+for ev in raw.split('\n\n'):
+    f = dict(l.split(': ', 1) for l in ev.split('\n') if ': ' in l)
+    if f.get('event') != 'data' or not ev.endswith('}'):
+        continue
+    d = json.loads(f['data'])
+    if d['offset'] != cursor:
+        print('gap or repeat at %d' % cursor); sys.exit(1)
+    out += base64.b64decode(d['base64']); cursor += d['length']
+open(sys.argv[1] + '.bin', 'wb').write(out)
+print(len(out))
+PY
+# caught_up FILE [EVENTS]: the events decoded are FILE's length.
+caught_up() { [ "$(python3 "$NV_TMP/sse.py" "${2:-$NV_TMP/ev}")" = "$(stat -c %s "$1")" ]; }
+# all_equal FILE WHAT: every reader caught up with FILE, byte for byte.
+all_equal() {
+	local e
+	for e in "$NV_TMP/ev" "$NV_TMP/ev2" "$NV_TMP/ev3" "$NV_TMP/ev4"; do
+		nv_await 30 "$(basename "$e") to catch up with $2" caught_up "$1" "$e"
+		cmp "$e.bin" "$1" || fail "$(basename "$e") differs from $2's stream"
+	done
+}
+# subs PORT: the subscriptions gauge of the star whose API is on PORT.
+subs() {
+	curl -s -H "Authorization: Bearer $(cat "$SEC")" "http://127.0.0.1:$1/metrics" |
+		awk 'index($1, "novafs_subscriptions{") == 1 { print $2 }'
+}
+APORT=$(sed -n 's/.*star API listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LOG" | tail -n 1)
+[ -n "$APORT" ] || fail "no listening port in A's log"
+all_equal "$MA/b/s" A
+nv_expect_eq "$(subs "$APORT") $(subs "$BPORT")" "1 0" "subscriptions at A and B for 4 readers"
+say "ok: events through B equal A's stream, live appends included, for 4 readers on one subscription at A"
+
+say "2. kill -9 of A: the events go on at B"
+cp "$MA/b/s" "$NV_TMP/acked"
+nv_crash
+nv_await 30 "B to take the stream and append" bash -c "python3 - '$MB/b/s' <<'PY'
+import os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b'after A\n')
+    os.close(fd)
+except OSError:
+    sys.exit(1)
+PY"
+write "$MB/b/s" 300 50
+all_equal "$MB/b/s" B
+nv_expect_eq "$(subs "$BPORT")" 1 "subscriptions at B for the 4 readers after A's crash"
+head -c "$(stat -c %s "$NV_TMP/acked")" "$MB/b/s" | cmp - "$NV_TMP/acked" || fail "B lost what A acked"
+code=$(curl -s -o "$NV_TMP/page" -w '%{http_code}' -H "$AUTH" "$GWURL/records?seq=300")
+nv_expect_eq "$code" 200 "a page from seq 300 at B"
+say "ok: the events resumed at B's cursor, $(stat -c %s "$MB/b/s") bytes, none lost or twice"
+kill "$EV" "${EVS[@]}" 2>/dev/null || true
+kill -TERM "$GW"
+nv_await 15 "novagw to stop" bash -c "! kill -0 $GW 2>/dev/null"
+wait "$GW" && rc=0 || rc=$?
+nv_expect_eq "$rc" 0 "novagw's exit status after SIGTERM"
+say "PASS"
