@@ -159,6 +159,21 @@ int fs_remote_read(struct nova_fs *fs, struct nv_stream *s, uint64_t off, void *
 	return remote_errno(s, &h, "read", rc);
 }
 
+/* The holder h of s cannot be asked to `what` s (nothing was sent: it
+ * cannot be reached, serves no star API, or this mount has no cluster
+ * client): -EHOSTUNREACH, nothing done here either, for as long as its
+ * lease stands (remote.h invariant 4); one log line. */
+static int unreachable(const struct nv_stream *s, const struct lease_holder *h,
+		       const char *what)
+{
+	nv_log_ratelimited(&rl_remote, NV_WARN, NV_SUB_FS, "%s of %s/%s: its leader %s (%s, "
+			   "lease epoch %llu) cannot be asked: refused (EHOSTUNREACH), nothing "
+			   "changed; it is done here once that lease has gone", what, s->bucket,
+			   s->name, h->star, h->addr[0] ? h->addr : "no star API",
+			   (unsigned long long)h->epoch);
+	return -EHOSTUNREACH;
+}
+
 /* Another star leads s and the client can ask it: 0 and *h.  Vacant:
  * -ENOENT, after this star's view was raised to the refs' end when
  * refresh (remote.h invariant 5; never in a read: star_view_refresh()'s
@@ -183,14 +198,32 @@ bool fs_remote_elsewhere(struct nova_fs *fs, struct nv_stream *s)
 	return elsewhere(fs, s, &h, false) == 0;
 }
 
+/* For the calls that change s (unlink, trim, a rename over it): 0 and
+ * *h when another live star leads s (ask it), -ENOENT when s is ours or
+ * vacant or the metastore cannot say (here), -EHOSTUNREACH when another
+ * star leads s and this mount has no cluster client to ask it (nothing
+ * done: remote.h invariant 4, logged). */
+static int changer(struct nova_fs *fs, struct nv_stream *s, struct lease_holder *h,
+		   const char *what)
+{
+	if (!fs->star || star_lead_check(fs->star, s, h) != -STAR_ENOTOWNER)
+		return -ENOENT;
+	if (fs->client)
+		return 0;
+	return unreachable(s, h, what);
+}
+
 int fs_remote_unlink(struct nova_fs *fs, struct nv_stream *s)
 {
 	struct lease_holder h;
 	char now[NV_STREAM_NAME_MAX + 1];
 	int rc;
 
-	if (elsewhere(fs, s, &h, false))
-		return star_stream_delete(fs->star, s); /* ours, vacant, or nobody to ask */
+	rc = changer(fs, s, &h, "unlink");
+	if (rc == -ENOENT)
+		return star_stream_delete(fs->star, s); /* ours or vacant */
+	if (rc)
+		return rc;
 	rc = api_client_delete(fs->client, &h, s->bucket, s->name, s->id);
 	if (rc == -ESTALE || rc == -ENOENT) {
 		rc = fs_remote_name_now(fs->star, s, h.star, s->name, rc, now, sizeof(now));
@@ -201,12 +234,7 @@ int fs_remote_unlink(struct nova_fs *fs, struct nv_stream *s)
 		(void)star_stream_gone(fs->star, s, h.star); /* -ENOENT: marked here */
 		return rc;
 	}
-	if (rc != -EHOSTUNREACH)
-		return remote_errno(s, &h, "unlink", rc);
-	nv_log(NV_WARN, NV_SUB_FS, "unlink of %s/%s: its leader %s (%s) cannot be reached: "
-	       "deleted here; %s may ack appends to it until it loses the lease", s->bucket,
-	       s->name, h.star, h.addr[0] ? h.addr : "no star API", h.star);
-	return star_stream_delete(fs->star, s);
+	return rc == -EHOSTUNREACH ? unreachable(s, &h, "unlink") : remote_errno(s, &h, "unlink", rc);
 }
 
 /* A trim of s here: star_stream_trim_seq() or star_stream_trim_bytes(). */
@@ -225,8 +253,11 @@ int fs_remote_trim(struct nova_fs *fs, struct nv_stream *s, bool by_seq, uint64_
 	char now[NV_STREAM_NAME_MAX + 1];
 	int rc;
 
-	if (elsewhere(fs, s, &h, false))
-		return trim_here(fs, s, by_seq, pos, old_byte); /* ours, vacant, or nobody to ask */
+	rc = changer(fs, s, &h, "trim");
+	if (rc == -ENOENT)
+		return trim_here(fs, s, by_seq, pos, old_byte); /* ours or vacant */
+	if (rc)
+		return rc;
 	rc = api_client_trim(fs->client, &h, s->bucket, s->name, s->id, by_seq, pos, &seq, &byte);
 	if (rc == -ESTALE || rc == -ENOENT) {
 		rc = fs_remote_name_now(fs->star, s, h.star, s->name, rc, now, sizeof(now));
@@ -242,12 +273,7 @@ int fs_remote_trim(struct nova_fs *fs, struct nv_stream *s, bool by_seq, uint64_
 	}
 	if (rc == -EINVAL)
 		return rc; /* never backwards, or past the end: as a trim here */
-	if (rc != -EHOSTUNREACH)
-		return remote_errno(s, &h, "trim", rc);
-	nv_log(NV_WARN, NV_SUB_FS, "trim of %s/%s: its leader %s (%s) cannot be reached: "
-	       "trimmed here; %s may serve the trimmed bytes until it loses the lease",
-	       s->bucket, s->name, h.star, h.addr[0] ? h.addr : "no star API", h.star);
-	return trim_here(fs, s, by_seq, pos, old_byte);
+	return rc == -EHOSTUNREACH ? unreachable(s, &h, "trim") : remote_errno(s, &h, "trim", rc);
 }
 
 /* The stream `to` that a rename over it replaces (dst, led by h->star):
@@ -272,13 +298,8 @@ static int replace_at(struct nova_fs *fs, struct nv_stream *dst, const struct le
 		       h->star);
 		return 0;
 	}
-	if (rc != -EHOSTUNREACH)
-		return remote_errno(dst, h, "delete (replaced by a rename)", rc);
-	nv_log(NV_WARN, NV_SUB_FS, "rename of %s/%s over %s: its leader %s (%s) cannot be "
-	       "reached: replaced here; %s may ack appends to it until it loses the lease",
-	       dst->bucket, from, to, h->star, h->addr[0] ? h->addr : "no star API",
-	       h->star);
-	return 0;
+	return rc == -EHOSTUNREACH ? unreachable(dst, h, "rename over")
+				   : remote_errno(dst, h, "delete (replaced by a rename)", rc);
 }
 
 int fs_remote_rename(struct nova_fs *fs, const char *bucket, const char *from, const char *to,
@@ -288,19 +309,21 @@ int fs_remote_rename(struct nova_fs *fs, const char *bucket, const char *from, c
 	struct lease_holder h;
 	int rc;
 
-	if (noreplace || !strcmp(from, to) || !fs->client)
+	if (noreplace || !strcmp(from, to))
 		return star_stream_rename(fs->star, bucket, from, to, noreplace);
 	rc = star_stream_lookup(fs->star, bucket, to, &dst);
 	if (rc == -ENOENT) /* nothing to replace (or a name the rename refuses) */
 		return star_stream_rename(fs->star, bucket, from, to, false);
 	if (rc)
 		return rc; /* the metastore cannot say: nothing renamed */
-	if (elsewhere(fs, dst, &h, false)) {
+	rc = changer(fs, dst, &h, "rename over");
+	if (rc == -ENOENT) {
 		stream_put(dst); /* ours or vacant: replaced (deleted) here */
 		return star_stream_rename(fs->star, bucket, from, to, false);
 	}
 	/* Nothing is deleted for a source that is not there (mv nosuch b). */
-	rc = star_stream_lookup(fs->star, bucket, from, &src);
+	if (!rc)
+		rc = star_stream_lookup(fs->star, bucket, from, &src);
 	if (!rc) {
 		stream_put(src);
 		rc = replace_at(fs, dst, &h, from, to);

@@ -46,10 +46,13 @@
  *     cannot say, the local view stands (stale, never wrong bytes).
  *  4. An unlink of a stream another star leads is done by the holder
  *     (fs_remote_unlink()), so its appends after the tombstone fail with
- *     ENOENT there as they would on one star; only when nothing could be
- *     sent (no cluster client, the holder unreachable) is it deleted
- *     here, and then the holder may ack appends to it until it loses the
- *     lease (logged).  So is a stream that a rename over it replaces
+ *     ENOENT there as they would on one star.  When nothing could be sent
+ *     (no cluster client, the holder unreachable or serving no star
+ *     API) nothing is done and the unlink fails with EHOSTUNREACH
+ *     (logged) for as long as the holder's lease stands: deleting it
+ *     here would let the holder go on acking appends to a stream whose
+ *     unlink returned.  Once the lease has gone the stream is vacant and
+ *     is deleted here.  So is a stream that a rename over it replaces
  *     (fs_remote_rename(): the holder deletes it first, then the rename
  *     is done here, so the new name is briefly absent; the rename's
  *     source is only a row change, its leader keeps leading it by id).
@@ -69,10 +72,9 @@
  *     its memory, tail and page cache drop the trimmed bytes at once,
  *     and a later trim there below the point is refused as on one
  *     star; this star's view is raised to the point the holder answers.
- *     Only when nothing could be sent (no cluster client, the holder
- *     unreachable) or the stream is vacant is it trimmed here (logged
- *     when unreachable: the holder may serve the old bytes until it
- *     loses the lease).
+ *     When nothing could be sent it fails with EHOSTUNREACH, nothing
+ *     trimmed, as an unlink (invariant 4); a vacant stream is trimmed
+ *     here.
  */
 #ifndef NOVAFS_FS_REMOTE_H
 #define NOVAFS_FS_REMOTE_H
@@ -120,7 +122,8 @@ bool fs_remote_elsewhere(struct nova_fs *fs, struct nv_stream *s);
 
 /* unlink(2) of s (remote.h invariant 4): at its holder when another
  * star leads s, else here (star_stream_delete()).  0 (s is marked
- * deleted here too), or -errno (-ENOENT: deleted already). */
+ * deleted here too), or -errno (-ENOENT: deleted already;
+ * -EHOSTUNREACH: the holder could not be asked, nothing deleted). */
 int fs_remote_unlink(struct nova_fs *fs, struct nv_stream *s) __attribute__((warn_unused_result));
 
 /* A trim of s to record pos (by_seq: user.nova.trim) or byte pos (the

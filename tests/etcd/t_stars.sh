@@ -8,7 +8,8 @@
 #      reads it exactly once after its own records, and so does B (its
 #      st_size and the bytes past its own view come from A);
 #      a third mount without cluster_secret_file (and no listen=) gets
-#      EHOSTUNREACH for its append, with a log line saying why;
+#      EHOSTUNREACH for its append, rm and trim, with a log line saying
+#      why, and the stream is unchanged;
 #   2. a second star on B's data directory is refused, and so is one with
 #      B's id on another data directory;
 #   3. kill -9 of A: while A's lease lingers B's appends fail with
@@ -84,10 +85,29 @@ r=$(append "$MC/b/s" "c refused
 grep -q "star sa leads it, and this mount has no cluster_secret_file" "$LOGC" ||
 	fail "no log line for the unreachable holder: $(tail -3 "$LOGC")"
 cmp "$MA/b/s" "$NV_TMP/want.s" || fail "C's refused append changed the stream"
+# Neither is an rm or a trim there: deleting or trimming it here would
+# let A go on acking appends to a stream whose rm returned.
+change() { # OP PATH: ok, or the errno's name
+	python3 -c 'import errno, os, sys
+try:
+    os.unlink(sys.argv[2]) if sys.argv[1] == "rm" else os.setxattr(sys.argv[2], "user.nova.trim", b"10")
+    print("ok")
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$1" "$2"
+}
+for op in rm trim; do
+	r=$(change "$op" "$MC/b/s")
+	[ "$r" = EHOSTUNREACH ] || fail "$op on C (no cluster secret) while A leads: $r (want EHOSTUNREACH)"
+done
+grep -q "unlink of b/s: its leader sa .* cannot be asked" "$LOGC" ||
+	fail "no log line for the refused rm: $(tail -3 "$LOGC")"
+cmp "$MA/b/s" "$NV_TMP/want.s" || fail "C's refused rm or trim changed the stream"
+[ "$(getfattr --only-values -n user.nova.trim "$MA/b/s" 2>/dev/null || echo gone)" = 0 ] ||
+	fail "C's refused trim moved A's trim point"
 fusermount3 -u "$MC"
 nv_await 30 "star C exits" bash -c "! kill -0 $C_PID 2>/dev/null"
 wait "$C_PID" || fail "star C exited with status $? after a clean unmount"
-say "ok: a mount without cluster_secret_file gets EHOSTUNREACH and says why"
+say "ok: a mount without cluster_secret_file gets EHOSTUNREACH for an append, an rm and a trim, and says why"
 
 # 2. A second star on B's data directory is refused (its lock), and so
 #    is one with B's id on another data directory (the registry).

@@ -573,6 +573,8 @@ row_elsewhere "an I/O error underneath, a corrupt object" EIO t_store_faults.sh
 # (the holder killed mid-request), the rest pinned by the unit tests.
 row_elsewhere "append or read of a stream another star leads, when that star cannot be reached (nothing was sent), serves no star API, or the mount has no cluster_secret_file" \
 	EHOSTUNREACH ../etcd/t_stars.sh ../etcd/t_stars_three.sh ../unit/test_fs_remote.c
+row_elsewhere "unlink or trim of a stream another star leads, or a rename over one, when that star cannot be asked (not reached, no star API, or no cluster_secret_file here): nothing changed until its lease has gone" \
+	EHOSTUNREACH ../etcd/t_stars.sh ../unit/test_fs_remote.c
 # A draining star as the handoff's target: real stars in ../etcd/t_drain.sh.
 row_elsewhere "set user.nova.leader to a star that is draining or closing, or whose registry lease went" \
 	EHOSTDOWN ../etcd/t_drain.sh

@@ -479,7 +479,8 @@ static void test_fs_remote_vacant_view(void **state)
 }
 
 /* Invariant 4: an unlink of a stream another star leads is done there
- * (and marked deleted here); deleted here only when nothing was sent. */
+ * (and marked deleted here); when nothing could be sent, EHOSTUNREACH and
+ * nothing deleted anywhere. */
 static void test_fs_remote_unlink(void **state)
 {
 	(void)state;
@@ -499,12 +500,13 @@ static void test_fs_remote_unlink(void **state)
 	assert_int_equal(fs_remote_unlink(&fs, &s), -ENOENT);
 	assert_int_equal(stub.gones, 1);
 	assert_int_equal(stub.local_deletes, 0);
-	/* The holder out of reach (nothing sent): deleted here. */
+	/* The holder out of reach (nothing sent): refused, nothing deleted
+	 * anywhere while its lease stands. */
 	reset(true);
 	stub.check_rc = -STAR_ENOTOWNER;
 	stub.client_rc = -EHOSTUNREACH;
-	assert_int_equal(fs_remote_unlink(&fs, &s), 0);
-	assert_int_equal(stub.local_deletes, 1);
+	assert_int_equal(fs_remote_unlink(&fs, &s), -EHOSTUNREACH);
+	assert_int_equal(stub.local_deletes, 0);
 	assert_int_equal(stub.gones, 0);
 	/* Sent and in doubt, or moving: the user's errno, nothing here. */
 	reset(true);
@@ -512,20 +514,26 @@ static void test_fs_remote_unlink(void **state)
 	stub.client_rc = -STAR_ENOTOWNER;
 	assert_int_equal(fs_remote_unlink(&fs, &s), -EAGAIN);
 	assert_int_equal(stub.local_deletes + stub.gones, 0);
-	/* Ours, or vacant, or no client: here, nobody asked. */
+	/* Ours, or vacant: here, nobody asked. */
 	reset(true);
 	assert_int_equal(fs_remote_unlink(&fs, &s), 0);
+	assert_int_equal(stub.local_deletes, 1);
 	reset(false);
-	stub.check_rc = -STAR_ENOTOWNER;
 	assert_int_equal(fs_remote_unlink(&fs, &s), 0);
 	assert_int_equal(stub.local_deletes, 1);
+	/* Another star leads it and this mount has no client: refused. */
+	reset(false);
+	stub.check_rc = -STAR_ENOTOWNER;
+	assert_int_equal(fs_remote_unlink(&fs, &s), -EHOSTUNREACH);
+	assert_int_equal(stub.local_deletes, 0);
 	assert_int_equal(stub.deletes, 0);
 }
 
 /* Invariant 7: a trim of a stream star-b leads is star-b's (by seq or
  * by byte), and this star's view is raised to the point it answers;
- * here only when it is ours, vacant, there is no client, or star-b is
- * out of reach; its EINVAL (never backwards) is the user's. */
+ * here only when it is ours or vacant; EHOSTUNREACH and nothing trimmed
+ * when star-b cannot be asked (no client, out of reach); its EINVAL
+ * (never backwards) is the user's. */
 static void test_fs_remote_trim(void **state)
 {
 	uint64_t old = 99;
@@ -573,12 +581,12 @@ static void test_fs_remote_trim(void **state)
 	stub.client_rc = -STAR_ENOTOWNER;
 	assert_int_equal(fs_remote_trim(&fs, &s, true, 3, NULL), -EAGAIN);
 	assert_int_equal(stub.local_trims, 0);
-	/* Out of reach: trimmed here. */
+	/* Out of reach: refused, nothing trimmed here. */
 	reset(true);
 	stub.check_rc = -STAR_ENOTOWNER;
 	stub.client_rc = -EHOSTUNREACH;
-	assert_int_equal(fs_remote_trim(&fs, &s, true, 3, NULL), 0);
-	assert_int_equal(stub.local_trims, 1);
+	assert_int_equal(fs_remote_trim(&fs, &s, true, 3, NULL), -EHOSTUNREACH);
+	assert_int_equal(stub.local_trims + stub.trims, 0);
 	/* Ours, vacant, or no client: here, nobody asked. */
 	reset(true);
 	assert_int_equal(fs_remote_trim(&fs, &s, false, 7, NULL), 0);
@@ -587,10 +595,12 @@ static void test_fs_remote_trim(void **state)
 	assert_int_equal(fs_remote_trim(&fs, &s, true, 7, NULL), 0);
 	assert_int_equal(stub.local_trims, 1);
 	reset(false);
-	stub.check_rc = -STAR_ENOTOWNER;
 	assert_int_equal(fs_remote_trim(&fs, &s, true, 7, NULL), 0);
 	assert_int_equal(stub.local_trims, 1);
-	assert_int_equal(stub.remote_trims, 0);
+	reset(false);
+	stub.check_rc = -STAR_ENOTOWNER; /* led elsewhere, no client: refused */
+	assert_int_equal(fs_remote_trim(&fs, &s, true, 7, NULL), -EHOSTUNREACH);
+	assert_int_equal(stub.local_trims + stub.remote_trims, 0);
 }
 
 /* Invariant 4, renames: `mv app log` over a stream log that star-b leads
@@ -603,7 +613,7 @@ static void test_fs_remote_rename(void **state)
 	} over[] = {
 		{ 0, 0, 1, 1 },
 		{ -ENOENT, 0, 1, 1 },          /* deleted there already */
-		{ -EHOSTUNREACH, 0, 1, 0 },    /* nothing sent: replaced here (logged) */
+		{ -EHOSTUNREACH, -EHOSTUNREACH, 0, 0 }, /* nothing sent: nothing renamed */
 		{ -STAR_ENOTOWNER, -EAGAIN, 0, 0 }, /* moving: nothing renamed */
 		{ -ETIMEDOUT, -ETIMEDOUT, 0, 0 },   /* in doubt: nothing renamed */
 		{ -EACCES, -EIO, 0, 0 },
@@ -651,7 +661,7 @@ static void test_fs_remote_rename(void **state)
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), -ETIMEDOUT);
 	assert_int_equal(stub.deletes + stub.renames, 0);
 	/* RENAME_NOREPLACE, a rename to itself, no target, a target this
-	 * star leads or nobody does, no client: the rename here, asking nobody. */
+	 * star leads or nobody does: the rename here, asking nobody. */
 	reset(true);
 	stub.check_rc = -STAR_ENOTOWNER;
 	stub.rename_rc = -EEXIST;
@@ -677,10 +687,17 @@ static void test_fs_remote_rename(void **state)
 	stub.leader_rc = -ENOENT; /* vacant */
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), 0);
 	assert_int_equal(stub.deletes, 0);
+	/* No client, and another star leads the target: nothing renamed
+	 * (deleting it here would let that star ack appends to it). */
 	reset(false);
 	stub.check_rc = -STAR_ENOTOWNER;
+	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), -EHOSTUNREACH);
+	assert_int_equal(stub.deletes + stub.renames, 0);
+	assert_int_equal(stub.puts, stub.lookups);
+	/* No client, the target ours: the rename here. */
+	reset(false);
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), 0);
-	assert_int_equal(stub.deletes + stub.lookups, 0);
+	assert_int_equal(stub.deletes, 0);
 	assert_int_equal(stub.renames, 1);
 }
 
