@@ -11,6 +11,7 @@
 #include "engine/objread.h"
 #include "engine/bundle.h"
 #include "engine/chain.h"
+#include "engine/chunkrec.h"
 #include "engine/rcache.h"
 #include "meta/refs.h"
 #include "meta/streams.h"
@@ -37,6 +38,7 @@
 struct ref_win {
 	struct meta_ref refs[WIN_REFS];
 	size_t n;
+	uint64_t trim_seq, trim_byte; /* row_trim() when it was read */
 };
 
 struct pf_job {
@@ -85,6 +87,7 @@ struct loc {
 	uint64_t next_byte; /* cold: where the next slot or object starts (or the
 			     * ref ends); 0 unknown */
 	bool cached;        /* from a reader's ref window: its object may be gone */
+	uint64_t trim_seq, trim_byte; /* cold: row_trim() with the ref (0: none) */
 };
 
 const char *read_tier_name(enum read_tier t)
@@ -153,6 +156,8 @@ static bool win_find(const struct ref_win *w, uint64_t pos, struct loc *l)
 		lo++; /* refs of empty records share their first byte */
 	loc_from_ref(&w->refs[lo], false, pos, l);
 	l->cached = true;
+	l->trim_seq = w->trim_seq;
+	l->trim_byte = w->trim_byte;
 	return true;
 }
 
@@ -169,6 +174,33 @@ static void reader_drop_win(struct reader *rd)
 	pthread_mutex_unlock(&rd->lock);
 	win_free(w);
 	win_free(old);
+}
+
+/*
+ * The trim point a cold read of s must respect beyond this star's view
+ * (read.h invariant 6): on a metastore other stars share, a stream this
+ * star does not lead may have been trimmed by another star, and the
+ * settled object holding that trim point still has the bytes below it;
+ * so the row's trim point is read with every ref (or ref window) read
+ * for such a stream.  0 and (0, 0) when this star leads s or no other
+ * star can trim it (the view is the row then); a kv error.
+ */
+static int row_trim(struct read_engine *re, struct nv_stream *s, uint64_t *seq, uint64_t *byte)
+{
+	struct meta_stream ms;
+	int rc;
+
+	*seq = *byte = 0;
+	if (!re->cfg.shared || atomic_load(&s->lease_gen))
+		return 0;
+	rc = meta_stream_get(re->cfg.kv, s->id, &ms, NULL);
+	if (rc == -ENOENT)
+		return 0; /* deleted: the view's own end stands */
+	if (rc)
+		return rc == -EBADMSG ? -EIO : rc;
+	*seq = ms.trim_seq;
+	*byte = ms.trim_byte;
+	return 0;
 }
 
 /* Cold, by byte, for a reader: from its ref windows, else from a new one
@@ -194,6 +226,8 @@ static int locate_win(struct read_engine *re, struct nv_stream *s, struct reader
 	rc = meta_ref_window_byte(re->cfg.kv, s->id, pos, w->refs, WIN_REFS, WIN_SLOTS, &w->n,
 				  &calls);
 	NV_STAT_ADD(re->cfg.stats, ref_lookups, calls);
+	if (!rc)
+		rc = row_trim(re, s, &w->trim_seq, &w->trim_byte);
 	if (!rc && !win_find(w, pos, l))
 		rc = -ENOENT; /* trimmed here since (missing_ref()), or not what refs.h promises */
 	if (rc) {
@@ -239,6 +273,7 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, struct reader 
 				l->tier = READ_FLIGHT;
 				l->next_byte = 0;
 				l->cached = false;
+				l->trim_seq = l->trim_byte = 0;
 				return 0;
 			}
 			/* Absorbed between the two loads: the frontier moved. */
@@ -273,7 +308,7 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, struct reader 
 			}
 			loc_from_ref(&r, by_seq, pos, l);
 			meta_ref_clear(&r);
-			return 0;
+			return row_trim(re, s, &l->trim_seq, &l->trim_byte);
 		}
 	}
 	return -EAGAIN;
@@ -398,7 +433,6 @@ static int load_chunk(struct read_engine *re, const char *key, bool cached,
 {
 	struct nv_buf raw;
 	struct rc_blob *b = NULL;
-	size_t off = 0;
 	int rc;
 
 	NV_STAT_ADD(re->cfg.stats, chunk_fetches, 1);
@@ -410,20 +444,8 @@ static int load_chunk(struct read_engine *re, const char *key, bool cached,
 			rc = -ENOMEM;
 	}
 	if (!rc) {
-		struct bundle_rec rec;
-		uint32_t i = 0;
-
 		memcpy(b->data, raw.ptr, raw.len);
-		/* Index the frames (decode verified exactly nrec of them). */
-		while (i < e->nrec) {
-			size_t at = off;
-
-			if (bundle_frames_next(b->data, b->len, &off, &rec) != 1) {
-				rc = -EBADMSG;
-				break;
-			}
-			b->rec_off[i++] = (uint32_t)at;
-		}
+		rc = chunkrec_index(e, b); /* decode verified exactly nrec frames */
 	}
 	nv_buf_free(&raw);
 	if (rc) {
@@ -478,59 +500,6 @@ static int get_chunk(struct read_engine *re, const struct loc *l, uint64_t strea
 		     uint64_t off, struct bundle_entry *ent, struct rc_blob **chunk, bool *hit)
 {
 	return get_chunk_at(re, l, stream, false, off, ent, chunk, hit);
-}
-
-/* Copy from a decoded chunk: at most len bytes, READ_PAGE_RECORDS records. */
-/* Stream byte of record k of decoded chunk b (entry e). */
-static uint64_t rec_byte(const struct bundle_entry *e, const struct rc_blob *b, uint32_t k)
-{
-	return e->first_byte + b->rec_off[k] - (uint64_t)k * BUNDLE_FRAME_HDR;
-}
-
-/* The last record of b that starts at or before stream byte off (0 when
- * none does): the one search by byte inside a decoded chunk. */
-static uint32_t rec_for_byte(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off)
-{
-	uint32_t lo = 0, hi = b->nrec;
-
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (rec_byte(e, b, mid) <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static size_t chunk_copy(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off,
-			 uint8_t *dst, size_t len)
-{
-	uint32_t i = rec_for_byte(e, b, off);
-	size_t done = 0;
-	uint64_t pos = off;
-
-#define REC_BYTE(k) rec_byte(e, b, (k))
-#define REC_LEN(k)                                                                \
-	((uint32_t)(((k) + 1 < b->nrec ? b->rec_off[(k) + 1] : b->len) - b->rec_off[k] - \
-		    BUNDLE_FRAME_HDR))
-	while (i < b->nrec && REC_BYTE(i) + REC_LEN(i) <= off)
-		i++;
-	for (uint32_t taken = 0; i < b->nrec && done < len && taken < READ_PAGE_RECORDS;
-	     i++, taken++) {
-		size_t skip = (size_t)(pos - REC_BYTE(i));
-		size_t n = REC_LEN(i) - skip;
-
-		if (n > len - done)
-			n = len - done;
-		memcpy(dst + done, b->data + b->rec_off[i] + BUNDLE_FRAME_HDR + skip, n);
-		done += n;
-		pos += n;
-	}
-#undef REC_BYTE
-#undef REC_LEN
-	return done;
 }
 
 /* ----------------------------------------------------------- prefetch */
@@ -738,21 +707,24 @@ int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, ui
 		}
 	}
 	rc = locate(re, s, rd, off, &l);
-	if (!rc)
+	if (!rc && off >= l.trim_byte)
 		rc = get_chunk(re, &l, s->id, off, &ent, &b, &hit);
 	if (rc == -ESTALE) {
 		/* The window's ref is out of date: the metastore's own answer. */
 		reader_drop_win(rd);
 		rc = locate(re, s, NULL, off, &l);
-		if (!rc)
+		if (!rc && off >= l.trim_byte)
 			rc = get_chunk(re, &l, s->id, off, &ent, &b, &hit);
 	}
+	/* Below another star's trim point the row has (read.h invariant 6). */
+	if (!rc && off < l.trim_byte)
+		return hole(l.trim_byte, off, dst, len, got, tier);
 	/* No ref: below the row's trim point, zeros as below this star's. */
 	if (rc == -ENOENT && (rc = missing_ref(re, s, false, off, &trim)) == 1)
 		return hole(trim, off, dst, len, got, tier);
 	if (rc)
 		return rc;
-	n = chunk_copy(&ent, b, off, dst, len);
+	n = chunkrec_copy(&ent, b, off, dst, len, READ_PAGE_RECORDS);
 	rc_blob_unref(b);
 	if (n == 0) {
 		nv_log(NV_ERR, NV_SUB_READ, "%s: chunk at %llu does not hold stream %llu byte %llu",
@@ -791,6 +763,8 @@ int read_locate_record(struct read_engine *re, struct nv_stream *s, bool by_seq,
 		return 0;
 	}
 	rc = locate_at(re, s, NULL, by_seq, pos, &l);
+	if (!rc && (by_seq ? pos < l.trim_seq : pos < l.trim_byte))
+		return -ERANGE; /* below another star's trim point */
 	if (rc == -ENOENT) {
 		uint64_t trim;
 
@@ -801,9 +775,9 @@ int read_locate_record(struct read_engine *re, struct nv_stream *s, bool by_seq,
 		rc = get_chunk_at(re, &l, s->id, by_seq, pos, &e, &b, &hit);
 	if (rc)
 		return rc;
-	k = by_seq ? (uint32_t)(pos - e.first_seq) : rec_for_byte(&e, b, pos);
+	k = by_seq ? (uint32_t)(pos - e.first_seq) : chunkrec_for_byte(&e, b, pos);
 	*seq = e.first_seq + k;
-	*byte = rec_byte(&e, b, k);
+	*byte = chunkrec_byte(&e, b, k);
 	rc_blob_unref(b);
 	/* Below the trim point a record is gone, held in the tail or not. */
 	return *seq < atomic_load(&s->trim_seq) ? -ERANGE : 0;

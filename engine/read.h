@@ -33,19 +33,20 @@
  *     deleted their slots): an object missing behind a windowed location
  *     is asked of the metastore again before it is an error.
  *  6. The stream's trim point in memory may be behind its row's on a
- *     star that does not lead it (another star trimmed it, and
- *     reclamation deleted the refs below: fs/remote.h invariant 6): a
- *     position below the frontier that no ref holds is looked up in the
- *     row before it is an error, and below the row's trim point it reads
- *     as zeros, as below this star's own.  Until the view learns the
- *     trim (any getattr of the stream here, star_view_refresh()), two
- *     kinds of position below it are still read as the bytes they were:
- *     those of refs in a reader's ref window read before the trim (their
- *     objects outlive them by the grace; a reader racing settlement is
- *     served so too), and those inside the settled object that holds the
- *     trim point (trim re-keys the catalog row at that object, which
- *     starts below the trim point; the object keeps those bytes until it
- *     is rewritten), for any reader (t_stars_trim_view).
+ *     star that does not lead it (another star trimmed it: fs/remote.h
+ *     invariant 6).  So on a shared metastore (read_cfg.shared) every
+ *     ref or ref window read for a stream this star does not lead is
+ *     read with the row's trim point, and a position below it reads as
+ *     zeros (a locate: -ERANGE), as below this star's own; that covers
+ *     the settled object holding the trim point, which starts below it
+ *     (trim re-keys the catalog row at that object, and the object keeps
+ *     the bytes until it is rewritten).  A position below the frontier
+ *     that no ref holds (reclaimed below a trim) is looked up in the row
+ *     before it is an error.  The one position still read as the bytes
+ *     it was: one in a reader's ref window read before the trim, until
+ *     the view learns it (any getattr here, star_view_refresh()) or the
+ *     window's objects go (a trim is ordered after the reads that
+ *     loaded the window; t_stars_trim_view).
  */
 #ifndef NOVAFS_ENGINE_READ_H
 #define NOVAFS_ENGINE_READ_H
@@ -74,6 +75,9 @@ struct read_cfg {
 	uint64_t cache_bytes;    /* decoded chunks + footers */
 	unsigned prefetch_threads;
 	unsigned readahead;      /* chunks in front of a sequential reader (0: off) */
+	bool shared;             /* other stars share the metastore
+				  * (kv_shared()): they may trim a stream
+				  * this star does not lead (invariant 6) */
 };
 
 struct read_engine;

@@ -335,6 +335,7 @@ static int start_caches(struct star *st)
 		.store = st->store, .kv = st->kv, .stats = &st->stats,
 		.star = st->id, .cache_bytes = cfg->read_cache_bytes,
 		.prefetch_threads = cfg->prefetch_threads, .readahead = cfg->readahead,
+		.shared = kv_shared(st->kv),
 	};
 	int rc;
 

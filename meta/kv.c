@@ -143,6 +143,11 @@ int kv_claim(struct kv *kv)
 	return kv->ops->claim ? kv->ops->claim(kv->be) : 0;
 }
 
+bool kv_shared(const struct kv *kv)
+{
+	return kv->ops->claim == NULL;
+}
+
 int kv_integrity_check(struct kv *kv, kv_problem_fn problem, void *arg)
 {
 	if (!kv->ops->integrity_check)

@@ -212,6 +212,10 @@ int kv_del(struct kv *kv, const void *key, size_t klen)
  */
 int kv_claim(struct kv *kv) __attribute__((warn_unused_result));
 
+/* kv is a backend made to be shared by several stars (it has no claim:
+ * another star may change any row at any time), not an embedded one. */
+bool kv_shared(const struct kv *kv);
+
 /*
  * The backend's own consistency check (SQLite's PRAGMA
  * integrity_check): problem is called once per problem found (text

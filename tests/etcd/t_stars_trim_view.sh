@@ -20,6 +20,8 @@
 #      B's user.nova.settled is A's, and B's reader opened in 1 (its ref
 #      window names span refs that are gone) reads the rest (zeros up to
 #      the trim point, then A's bytes) and the whole stream again;
+#   3b. A trims to record 150, inside what settled: B's reader opened
+#      before reads zeros below it on its first read after it;
 #   4. A appends 20 more records, trims to 210 and unmounts cleanly: the
 #      stream is vacant.  On B: st_size, user.nova.seq, user.nova.trim,
 #      getfattr -d, cat and the follow view are the committed state
@@ -125,14 +127,13 @@ nv_await 20 "the refs below record $T reclaimed" below_gone "$MA/$S" $T
 # the row: engine/read.c), its pages dropped from B's kernel cache first.
 echo go > "$NV_TMP/go1"
 nv_await 10 "B's second reader's first 4 KiB" test -e "$NV_TMP/held.mid"
-# Zeros, or (read.h invariant 6: the trim not yet learnt here, and the
-# settled object holding the trim point starts below it, when settlement
-# ran before the trim) the bytes that were there; never anything else,
-# never an error.
+# Zeros, also when settlement ran before the trim and the settled object
+# holding the trim point starts below it (read.h invariant 6: B reads the
+# row's trim point with every ref window of a stream it does not lead).
 if cmp -s "$NV_TMP/held.mid" <(head -c 4096 /dev/zero); then
 	say "ok: B's reader opened before the trim, first on B after it: zeros below it"
 elif cmp -s "$NV_TMP/held.mid" <(head -c 4096 "$NV_TMP/ref"); then
-	say "ok: B's reader opened before the trim, first on B after it: the bytes that were there (read.h invariant 6)"
+	problem "B's reader opened before the trim, first on B after it: the bytes that were there, not zeros (read.h invariant 6)"
 else
 	problem "B's reader opened before the trim, first on B after it: neither zeros nor the old bytes: $(cmp "$NV_TMP/held.mid" <(head -c 4096 /dev/zero) 2>&1)"
 fi
@@ -161,6 +162,42 @@ cmp -s "$NV_TMP/held" "$NV_TMP/held.want" && say "ok: B's held reader read on as
 cmp -s "$NV_TMP/held.again" "$NV_TMP/z80" && say "ok: B's held reader read it again" ||
 	problem "B's held reader read again: $(cmp "$NV_TMP/held.again" "$NV_TMP/z80" 2>&1)"
 same "$MB/$S" "$NV_TMP/z80" "B's cat after settlement, A leading"
+
+# 3b. A trims inside what settled (record 150: the settled object holding
+#     it starts below it, and stays): B's reader opened before the trim
+#     reads zeros below it on its first read after it, with no stat on B
+#     in between (read.h invariant 6: B reads the row's trim point with
+#     each ref window of a stream it does not lead).
+T=150
+TB=$(rec_start "$NV_TMP/ref" $T)
+OFF=$(rec_start "$NV_TMP/ref" 140)
+mkfifo "$NV_TMP/go3"
+python3 - "$MB/$S" "$NV_TMP/in150" "$NV_TMP/go3" "$OFF" $((TB - OFF)) <<'PY' &
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+open(sys.argv[2] + ".opened", "w").close()
+open(sys.argv[3]).read()                # until the test says go
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+got, want = b"", int(sys.argv[5])
+while len(got) < want:
+    b = os.pread(fd, want - len(got), int(sys.argv[4]) + len(got))
+    if not b:
+        break
+    got += b
+open(sys.argv[2], "wb").write(got)
+PY
+IN150=$!
+nv_bg "$IN150"
+nv_await 10 "B's third reader open" test -e "$NV_TMP/in150.opened"
+setfattr -n user.nova.trim -v $T "$MA/$S" || fail "setfattr user.nova.trim $T on A"
+echo go > "$NV_TMP/go3"
+wait "$IN150" || problem "B's third reader failed (status $?)"
+if cmp -s "$NV_TMP/in150" <(head -c $((TB - OFF)) /dev/zero); then
+	say "ok: B's reader opened before A's trim to $T, inside what settled: zeros below it"
+else
+	problem "B's reader opened before A's trim to $T (bytes $OFF-$TB): $(cmp "$NV_TMP/in150" <(head -c $((TB - OFF)) /dev/zero) 2>&1)"
+fi
+expect "$(x "$MB/$S" user.nova.trim)" $T "B's user.nova.trim after A's trim to $T"
 
 # 4. A appends, trims again and leaves: the stream is vacant.
 records "$MA/$S" 200 20 >> "$NV_TMP/ref" || fail "A's 20 more appends"

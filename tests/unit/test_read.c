@@ -132,6 +132,7 @@ struct rt {
 		uint64_t nrec;
 	} m[4];
 	int nm;
+	bool shared; /* read_cfg.shared of rt_engine()'s engine */
 };
 
 static void rt_engine(struct rt *t, bool with_tc, uint64_t cache_bytes, unsigned threads,
@@ -154,6 +155,7 @@ static void rt_engine(struct rt *t, bool with_tc, uint64_t cache_bytes, unsigned
 	rc.cache_bytes = cache_bytes;
 	rc.prefetch_threads = threads;
 	rc.readahead = readahead;
+	rc.shared = t->shared;
 	assert_int_equal(read_engine_new(&rc, &t->re), 0);
 }
 
@@ -948,6 +950,51 @@ static void test_read_trimmed_elsewhere(void **state)
 	rt_free(&t);
 }
 
+/* Read invariant 6 on a shared metastore: another star trimmed the
+ * stream to record 4 and nothing was reclaimed yet (the refs below the
+ * point stand, as the settled object holding a trim point starts below
+ * it): a stream this star does not lead reads zeros below the row's trim
+ * point, by any reader and through a ref window, and a locate there is
+ * -ERANGE; one this star leads is read by its own view (the row is not
+ * asked). */
+static void test_read_trimmed_elsewhere_refs_stand(void **state)
+{
+	struct rt t = { .f = *state, .shared = true };
+	struct model *m;
+	struct reader *rd;
+	uint64_t seq, byte;
+
+	start(t.f, 0, false, 4096);
+	rt_engine(&t, false, 8u << 20, 0, 0);
+	m = rt_stream(&t, "x");
+	for (int i = 0; i < 10; i++)
+		put_sync(&t, m, 100); /* one ref each */
+	settle(&t);
+	assert_int_equal(meta_stream_set_trim(t.f->kv, m->s->id, 4, 400), 0);
+
+	/* Led here: this star's view is the row (nobody else trims). */
+	atomic_store(&m->s->lease_gen, 1);
+	assert_int_equal(page(&t, m, NULL, 150, 100, READ_COLD), 50); /* to its slot's end */
+	atomic_store(&m->s->lease_gen, 0);
+
+	assert_int_equal(page(&t, m, NULL, 150, 100, READ_TRIM), 100);
+	assert_int_equal(page(&t, m, NULL, 0, 4096, READ_TRIM), 400); /* zeros up to the point */
+	assert_int_equal(page(&t, m, NULL, 400, 4096, READ_COLD), 100);
+	rd = reader_new(t.re, m->s);
+	assert_non_null(rd);
+	assert_int_equal(page(&t, m, rd, 399, 4096, READ_TRIM), 1);
+	assert_int_equal(page(&t, m, rd, 400, 4096, READ_COLD), 100);
+	assert_int_equal(page(&t, m, rd, 200, 4096, READ_TRIM), 200); /* the same window */
+	reader_free(rd);
+	assert_int_equal(read_locate_record(t.re, m->s, true, 2, &seq, &byte), -ERANGE);
+	assert_int_equal(read_locate_record(t.re, m->s, false, 250, &seq, &byte), -ERANGE);
+	assert_int_equal(read_locate_record(t.re, m->s, true, 5, &seq, &byte), 0);
+	assert_int_equal(byte, 500);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, corrupt_objects), 0);
+	assert_int_equal(atomic_load(&m->s->trim_byte), 0); /* the refresh's to raise */
+	rt_free(&t);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
 
 int main(void)
@@ -955,6 +1002,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_read_tiers),
 		T(test_read_trimmed_elsewhere),
+		T(test_read_trimmed_elsewhere_refs_stand),
 		T(test_read_flight_tier_without_cache),
 		T(test_read_cold_one_floor_and_ranged_gets),
 		T(test_read_page_limits),
