@@ -289,11 +289,13 @@ int star_class_close(struct star *st, unsigned cls)
 		row.settled_ns = nv_now_wall_ns();
 		rc = meta_chain_cas(st->kv, &row, ver);
 	}
-	if (rc && epoch == atomic_load(&st->lost_epochs[cls])) {
-		/* Halted with the registry lease loss, the restart not run: its
-		 * acked records are durable in its slots, nothing is lost. */
+	if (rc && epoch == atomic_load(&st->halted_epochs[cls])) {
+		/* Halted with the registry lease loss or a fenced absorb, the
+		 * restart not run: its acked records are durable in its slots,
+		 * nothing is lost. */
 		nv_log(NV_WARN, NV_SUB_MAIN, "%s epoch %llu left unsettled at the close (%s): it "
-		       "halted with the registry lease loss and the close came before its restart; "
+		       "halted with the registry lease loss or a fenced absorb and the close came "
+		       "before its restart; "
 		       "every record it acked is durable in its slots and is settled by whichever "
 		       "star settles next (a take, the settle duty, or this star's next start)",
 		       nv_class_name(cls),

@@ -421,7 +421,7 @@ static void star_lost(void *arg, const uint64_t *epochs)
 
 	for (unsigned c = 0; c < NV_CLASS_COUNT; c++)
 		if (st->auditor && epochs[c]) {
-			atomic_store(&st->lost_epochs[c], epochs[c]);
+			atomic_store(&st->halted_epochs[c], epochs[c]);
 			auditor_report_halt(st->auditor, c, epochs[c]);
 		}
 }

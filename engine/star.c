@@ -100,6 +100,11 @@ static void on_halted(void *arg, unsigned cls, uint64_t epoch, int err)
 {
 	struct star *st = arg;
 
+	/* Fenced (absorb.c: -ECANCELED): another star settles or took what
+	 * the absorb could not commit; its acked records are durable in
+	 * their slots, so a close before the restart is not an error. */
+	if (err == -ECANCELED)
+		atomic_store(&st->halted_epochs[cls], epoch);
 	if (st->auditor)
 		auditor_report_halt(st->auditor, cls, epoch);
 }

@@ -65,10 +65,13 @@ struct star {
 	struct chain *chains[NV_CLASS_COUNT];
 	struct absorb *absorbs[NV_CLASS_COUNT];
 	_Atomic uint64_t epochs[NV_CLASS_COUNT];
-	/* Per class, the head epoch a registry lease loss halted (lease.c
-	 * star_lost()); 0 none.  A close that finds that epoch halted leaves
-	 * it to the settle and still exits 0 (handoff.c star_class_close()). */
-	_Atomic uint64_t lost_epochs[NV_CLASS_COUNT];
+	/* Per class, the head epoch last halted for a reason that loses no
+	 * acked record: a registry lease loss (lease.c star_lost()) or a
+	 * fenced absorb (its chain row or a stream's writer lease moved:
+	 * star.c on_halted()); 0 none.  A close that finds that epoch halted
+	 * before its restart leaves it to the settle and still exits 0
+	 * (handoff.c star_class_close()). */
+	_Atomic uint64_t halted_epochs[NV_CLASS_COUNT];
 	/* The registry lease and the writer leases (engine/lease.c). */
 	struct lease_reg *reg;
 	/* The handoff thread, drain and leave (engine/handoff.c); NULL
@@ -116,7 +119,8 @@ void handoff_stop(struct star *st);
  * cleanly.  star_close(), and a drained star's settle (handoff.h).  0
  * or the first error (logged: the next start or the settle duty settles
  * the epoch); 0 too, logged, when the epoch is the one a registry lease
- * loss halted (lost_epochs: every record it acked is durable). */
+ * loss or a fenced absorb halted (halted_epochs: every record it acked is
+ * durable in its slots). */
 int star_class_close(struct star *st, unsigned cls);
 /* Draining or leaving (handoff.h invariant 1).  Lock-free. */
 bool handoff_draining(struct star *st);

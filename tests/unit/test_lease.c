@@ -491,6 +491,37 @@ static void test_ref_commit_compares_lease(void **state)
 	assert_int_equal(kv_lease_revoke(kv, ld), 0);
 }
 
+/* A fenced absorb (the stream's writer lease moved under it: absorb.c
+ * -ECANCELED) halts the epoch with every acked record durable in its
+ * slots: a close before the auditor's restart leaves the epoch to the
+ * settle and is not an error (handoff.c star_class_close()), as after a
+ * registry lease loss; the soak's final unmount exited 1 so. */
+static void test_close_after_fenced_absorb(void **state)
+{
+	struct fx *f = *state;
+	struct kv *kv = f->st->kv;
+	uint64_t ld = fake_star(kv, "sd", ""), e = star_epoch(f->st, NV_CLASS_STANDARD), ver;
+	char prev[META_STAR_MAX + 1];
+	struct meta_lease l;
+	struct nv_stream *s;
+
+	assert_int_equal(star_stream_create(f->st, "b", "fenced", NULL, &s), 0);
+	assert_int_equal(append_wait(f->st, s, "led"), 0);
+	AWAIT(atomic_load(&s->frontier_seq) == 1); /* absorbed */
+	assert_int_equal(nv_fp_arm("absorb.before_refs=delay:1000,"
+				   "auditor.before_restart=delay:10000"), 0);
+	assert_int_equal(append_wait(f->st, s, "acked"), 0);
+	/* The lease moves to sd before the absorb commits the ack's refs. */
+	assert_int_equal(meta_lease_get(kv, s->id, &l, &ver), 0);
+	assert_int_equal(meta_lease_release(kv, s->id, ver), 0);
+	assert_int_equal(meta_lease_take(kv, s->id, "sd", "", ld, &l, &ver, prev), 0);
+	AWAIT(atomic_load(&f->st->halted_epochs[NV_CLASS_STANDARD]) == e);
+	assert_int_equal(star_class_close(f->st, NV_CLASS_STANDARD), 0);
+	nv_fp_reset();
+	stream_put(s);
+	assert_int_equal(kv_lease_revoke(kv, ld), 0);
+}
+
 /* The star's acked hook, as star_view_refresh() calls it. */
 static struct {
 	uint64_t stream, old_byte, new_byte;
@@ -1224,6 +1255,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_take_after_release_no_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passed_lease_readied, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_after_fenced_absorb, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duty_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runner_cancel_not_walk, setup, teardown),
 	};
