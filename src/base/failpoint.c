@@ -41,6 +41,7 @@ const char *const nv_fp_names[] = {
 	"store.put",             /* any object PUT, before the backend */
 	"store.get",             /* any ranged GET, before the backend */
 	"dir.sync_parent",       /* dir store: syncing a found directory's entry */
+	"dir.before_temp",       /* dir store: a put's walk done, its temp file not made */
 	"dir.seg_create",        /* dir store: a new segment file, before its syncs */
 	"dir.seg_falloc",        /* dir store: a new segment file's fallocate */
 	"dir.seg_write",         /* dir store: a slot record, before its write */

@@ -19,7 +19,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -539,6 +542,48 @@ static void *churn_main(void *arg)
 	return NULL;
 }
 
+struct pruner {
+	struct store *s;
+	atomic_bool stop;
+	atomic_long deletes;
+};
+
+/* Deletes of a key that is not there, as fast as it can: each one
+ * prunes its directory when it is empty. */
+static void *pruner_main(void *arg)
+{
+	struct pruner *p = arg;
+	const char *k = "race/d/other";
+
+	while (!atomic_load(&p->stop)) {
+		if (store_delete(p->s, &k, 1) == 0)
+			atomic_fetch_add(&p->deletes, 1);
+	}
+	return NULL;
+}
+
+/* internal.h invariant 3: a put whose walk is done and whose temp file
+ * is not made yet (dir.before_temp, held there 20 ms every time) is not
+ * pulled out from under by this process's deletes in that directory,
+ * which run without a pause meanwhile (the old code met ENOENT at every
+ * walk and gave up after DIR_RETRIES + 1: -EIO). */
+static void test_store_dir_put_not_pruned_under(void **state)
+{
+	struct sdfx *f = *state;
+	struct pruner p = { .s = f->s };
+	pthread_t th;
+
+	assert_int_equal(nv_fp_arm("dir.before_temp=delay:20"), 0);
+	assert_int_equal(pthread_create(&th, NULL, pruner_main, &p), 0);
+	while (atomic_load(&p.deletes) == 0) /* the pruner runs */
+		sched_yield();
+	assert_int_equal(sdfx_put_str(f->s, "race/d/a", "kept", 0), 0);
+	atomic_store(&p.stop, true);
+	pthread_join(th, NULL);
+	nv_fp_reset();
+	sdfx_assert_content(f->s, "race/d/a", "kept");
+}
+
 static void test_store_dir_put_delete_race(void **state)
 {
 	struct sdfx *f = *state;
@@ -725,6 +770,7 @@ int main(void)
 		T(test_store_dir_list_prefix_a),
 		T(test_store_dir_delete),
 		T(test_store_dir_put_delete_race),
+		T(test_store_dir_put_not_pruned_under),
 		T(test_store_dir_stats),
 		T(test_store_dir_failpoint),
 		T(test_store_dir_syncs_found_directories),

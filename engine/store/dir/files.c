@@ -25,7 +25,11 @@
  *     a STORE_RESERVE put (recovery's fence) may go below.
  *
  * Locking: synced_lock guards the synced set (d->synced), held only inside
- * synced_has() and synced_add(), never across I/O.
+ * synced_has() and synced_add(), never across I/O.  prune_lock is held
+ * shared from a put's walk until its temp file (or, for an upload, its
+ * link) is in the object's directory, and exclusively by a delete's
+ * prune (ops.c), so within a process a delete never empties a directory
+ * a put is about to fill; synced_lock may be taken under it.
  */
 #include "config.h"
 #include "engine/store/dir/internal.h"
@@ -431,21 +435,27 @@ out:
  * changed -- except when the final fsync fails: the object is then in
  * place but perhaps not durable, and the call reports the error.
  */
-int dir_publish(struct dir_store *d, const char *key,
-		unsigned flags, dir_fill_fn fill, void *ctx)
+/* The directory of key (made as needed) and a new temp file in it for
+ * base (name into tmp, open for writing into *fd): the directory's fd,
+ * or a store error.  Called under prune_lock (shared), so no delete of
+ * this process empties the directory before the temp file fills it
+ * (internal.h invariant 3); another process's may, and the walk is
+ * tried again. */
+static int open_temp(struct dir_store *d, const char *key, const char *base, char *tmp,
+		     size_t tmpsz, int *fd)
 {
-	const char *base = key_base(key);
-	char tmp[DIR_TMP_NAME_MAX];
-	int dfd, fd, rc, e;
-
 	for (int attempt = 0;; attempt++) {
-		dfd = dir_open_parent(d, key);
+		int dfd = dir_open_parent(d, key), e;
+
+		if (dfd >= 0 && (e = NV_FP("dir.before_temp")) < 0) {
+			close(dfd);
+			return e;
+		}
 		if (dfd >= 0) {
-			dir_tmp_name(tmp, sizeof(tmp), base);
-			fd = openat(dfd, tmp,
-				    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-			if (fd >= 0)
-				break;
+			dir_tmp_name(tmp, tmpsz, base);
+			*fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+			if (*fd >= 0)
+				return dfd;
 			e = errno;
 			close(dfd);
 			/* ENOENT: the directory was removed after we opened
@@ -464,6 +474,20 @@ int dir_publish(struct dir_store *d, const char *key,
 			return -EIO;
 		}
 	}
+}
+
+int dir_publish(struct dir_store *d, const char *key,
+		unsigned flags, dir_fill_fn fill, void *ctx)
+{
+	const char *base = key_base(key);
+	char tmp[DIR_TMP_NAME_MAX];
+	int dfd, fd = -1, rc, e;
+
+	pthread_rwlock_rdlock(&d->prune_lock);
+	dfd = open_temp(d, key, base, tmp, sizeof(tmp), &fd);
+	pthread_rwlock_unlock(&d->prune_lock);
+	if (dfd < 0)
+		return dfd;
 
 	rc = flags & STORE_RESERVE ? 0 : dir_headroom(d, fd, key);
 	if (!rc)

@@ -55,10 +55,12 @@
  *     ROOT/#mpu/<id>/ into the object's directory: a delete may remove
  *     that directory between the walk and the link (ENOENT), and the
  *     complete walks again (invariant 3).
- *  3. Delete removes emptied directories bottom-up, never ROOT.  A put
- *     that finds a directory of its path gone (ENOENT while walking or
- *     creating the temp file) re-creates the path and retries, at most
- *     DIR_RETRIES times; so put and delete in one directory can race.
+ *  3. Delete removes emptied directories bottom-up, never ROOT.  Within
+ *     a process a put's walk and a delete's prune exclude each other
+ *     (prune_lock); a put that finds a directory of its path gone anyway
+ *     (another process's delete: ENOENT while walking or creating the
+ *     temp file) re-creates the path and retries, at most DIR_RETRIES
+ *     times.
  *  4. list yields keys in byte order: each directory's entries are sorted
  *     with directory names compared as name + "/", and a directory is
  *     walked depth-first at its place in that order.  Memory is the
@@ -139,6 +141,8 @@ struct dir_store {
 	char *root;  /* owned; absolute, no trailing '/' (except "/") */
 	int root_fd; /* owned; O_RDONLY|O_DIRECTORY */
 	pthread_mutex_t synced_lock;
+	pthread_rwlock_t prune_lock; /* a put's walk (shared) against a
+				      * delete's prune (exclusive): files.c */
 	struct u64map *synced; /* path hash -> (non-NULL marker); owned */
 	struct dir_segs *segs; /* owned; NULL: no ROOT/#seg (its own lock) */
 };

@@ -487,13 +487,22 @@ static int publish_data(struct dir_store *d, struct dir_upload *u, unsigned flag
 	if (!rc && fdatasync(u->data) < 0)
 		rc = dir_fail(d, "fdatasync", u->key, errno);
 	for (int attempt = 0; !rc; attempt++) {
-		int dfd = dir_open_parent(d, u->key);
+		int dfd;
 
-		if (dfd == -ENOENT && attempt < DIR_RETRIES)
+		/* Walk and link under prune_lock (files.c): no delete of ours
+		 * empties the directory in between. */
+		pthread_rwlock_rdlock(&d->prune_lock);
+		dfd = dir_open_parent(d, u->key);
+		if (dfd == -ENOENT && attempt < DIR_RETRIES) {
+			pthread_rwlock_unlock(&d->prune_lock);
 			continue;
-		if (dfd < 0)
+		}
+		if (dfd < 0) {
+			pthread_rwlock_unlock(&d->prune_lock);
 			return dfd == -ENOENT ? -EIO : dfd;
+		}
 		rc = data_link(d, u, dfd, base, flags);
+		pthread_rwlock_unlock(&d->prune_lock);
 		if (rc == 1 && attempt < DIR_RETRIES) {
 			close(dfd);
 			rc = 0;

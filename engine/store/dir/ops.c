@@ -139,17 +139,19 @@ static int dir_head(void *be, const char *key, uint64_t *size)
 /* Remove key's now-empty directories bottom-up, up to (not including)
  * ROOT.  The first one that is not empty (or already gone) ends it; a
  * put racing us re-creates what it needs (invariant 3). */
-static void dir_prune(const struct dir_store *d, const char *key)
+static void dir_prune(struct dir_store *d, const char *key)
 {
 	char path[STORE_KEY_MAX + 1];
 	char *slash;
 
 	snprintf(path, sizeof(path), "%s", key);
+	pthread_rwlock_wrlock(&d->prune_lock); /* no put of ours between walk and temp */
 	while ((slash = strrchr(path, '/'))) {
 		*slash = '\0';
 		if (unlinkat(d->root_fd, path, AT_REMOVEDIR) < 0)
 			break;
 	}
+	pthread_rwlock_unlock(&d->prune_lock);
 }
 
 static int dir_del(void *be, const char *const *keys, size_t n)
@@ -185,6 +187,7 @@ static void dir_close(void *be)
 	if (d->root_fd >= 0)
 		close(d->root_fd);
 	pthread_mutex_destroy(&d->synced_lock);
+	pthread_rwlock_destroy(&d->prune_lock);
 	u64map_free(d->synced);
 	free(d->root);
 	free(d);
@@ -262,6 +265,14 @@ int dir_store_open_opts(const char *root, const struct dir_store_opts *o,
 	if (!d)
 		return -ENOMEM;
 	pthread_mutex_init(&d->synced_lock, NULL);
+	{
+		pthread_rwlockattr_t ra; /* writer preference: a prune never starves */
+
+		pthread_rwlockattr_init(&ra);
+		pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&d->prune_lock, &ra);
+		pthread_rwlockattr_destroy(&ra);
+	}
 	d->root_fd = -1;
 	d->root = strdup(root);
 	d->synced = u64map_new(DIR_SYNCED_MAX);
