@@ -5,6 +5,13 @@
 #   1. Pages by seq (the tail window is A's: B answers NOT_OWNER and the
 #      Gateway's cluster client redials A) equal A's bytes; so do events
 #      from seq 0 while A appends, byte for byte.
+#   1b. A settles the stream and trims it to record 100 with the events
+#      open: a page through B asked below the trim point starts at it
+#      (Nova-Seq 100) and equals A's bytes there, although the settled
+#      object holding the trim point still has the bytes below it; events
+#      opened now from seq 0 start at the trim point; the four readers go
+#      on with A's appends after the trim, byte for byte (what they read
+#      before the trim stays what it was);
 #   2. kill -9 of A with the events open: the subscription breaks; the
 #      Gateway resumes it at its cursor at B, which takes the vacant
 #      stream once A's lease is gone; B's appends then arrive in the same
@@ -40,6 +47,7 @@ KEY=gw-key-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf 'b %s\n' "$KEY" > "$NV_TMP/keys"
 chmod 600 "$NV_TMP/keys"
 COMMON="store=dir:$SHARED,meta=$NOVAFS_ETCD_URL,star_lease_s=2,put_timeout_s=2,attr_timeout=0,cluster_secret_file=$SEC"
+COMMON="$COMMON,age_cap_standard_s=2,settle_linger_s=1,read_grace_s=1,audit_interval_ms=200"
 B_PID=
 stars_cleanup() {
 	local rc=$?
@@ -109,9 +117,9 @@ for i in 2 3 4; do
 done
 write "$MA/b/s" 200 100
 cat > "$NV_TMP/sse.py" <<'PY'
-import base64, json, sys  # sse.py EVENTS: decode, write EVENTS.bin, print its length
+import base64, json, sys  # sse.py EVENTS [START]: decode, write EVENTS.bin, print its length
 raw = open(sys.argv[1], 'rb').read().decode()
-cursor, out = 0, b''
+cursor, out = int(sys.argv[2]) if len(sys.argv) > 2 else 0, b''
 for ev in raw.split('\n\n'):
     f = dict(l.split(': ', 1) for l in ev.split('\n') if ': ' in l)
     if f.get('event') != 'data' or not ev.endswith('}'):
@@ -123,14 +131,18 @@ for ev in raw.split('\n\n'):
 open(sys.argv[1] + '.bin', 'wb').write(out)
 print(len(out))
 PY
-# caught_up FILE [EVENTS]: the events decoded are FILE's length.
-caught_up() { [ "$(python3 "$NV_TMP/sse.py" "${2:-$NV_TMP/ev}")" = "$(stat -c %s "$1")" ]; }
-# all_equal FILE WHAT: every reader caught up with FILE, byte for byte.
+# caught_up FILE [EVENTS]: the events decoded (from byte $START, default
+# 0) are FILE's length.
+caught_up() { [ "$(python3 "$NV_TMP/sse.py" "${2:-$NV_TMP/ev}" "${START:-0}")" = "$(stat -c %s "$1")" ]; }
+# all_equal FILE WHAT [EVENTS...]: every reader (the four, or EVENTS)
+# caught up with FILE, byte for byte.
 all_equal() {
-	local e
-	for e in "$NV_TMP/ev" "$NV_TMP/ev2" "$NV_TMP/ev3" "$NV_TMP/ev4"; do
-		nv_await 30 "$(basename "$e") to catch up with $2" caught_up "$1" "$e"
-		cmp "$e.bin" "$1" || fail "$(basename "$e") differs from $2's stream"
+	local e f=$1 w=$2
+	shift 2
+	(($#)) || set -- "$NV_TMP/ev" "$NV_TMP/ev2" "$NV_TMP/ev3" "$NV_TMP/ev4"
+	for e; do
+		nv_await 30 "$(basename "$e") to catch up with $w" caught_up "$f" "$e"
+		cmp "$e.bin" "$f" || fail "$(basename "$e") differs from $w's stream"
 	done
 }
 # subs PORT: the subscriptions gauge of the star whose API is on PORT.
@@ -143,6 +155,29 @@ APORT=$(sed -n 's/.*star API listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LOG"
 all_equal "$MA/b/s" A
 nv_expect_eq "$(subs "$APORT") $(subs "$BPORT")" "1 0" "subscriptions at A and B for 4 readers"
 say "ok: events through B equal A's stream, live appends included, for 4 readers on one subscription at A"
+
+say "1b. a settle and a trim at A, the events open"
+nv_wait_settled 30 "$MA/b/s"
+cp "$MA/b/s" "$NV_TMP/pretrim"
+PRELEN=$(stat -c %s "$NV_TMP/pretrim")
+setfattr -n user.nova.trim -v 100 "$MA/b/s" || fail "setfattr user.nova.trim 100 on A"
+TRIMB=$(python3 -c 'print(sum(len("r %d " % i) + i % 200 + 1 for i in range(100)))')
+code=$(curl -s -D "$NV_TMP/h" -o "$NV_TMP/page" -w '%{http_code}' -H "$AUTH" "$GWURL/records?seq=3&limit=20")
+nv_expect_eq "$code $(grep -i '^Nova-Seq:' "$NV_TMP/h" | tr -d '\r')" "200 Nova-Seq: 100" "a page through B asked below A's trim point"
+OFF=$(grep -i '^Nova-Offset:' "$NV_TMP/h" | tr -dc 0-9)
+nv_expect_eq "$OFF" "$TRIMB" "the page's offset (record 100's byte)"
+dd if="$NV_TMP/pretrim" bs=1 skip="$OFF" count="$(stat -c %s "$NV_TMP/page")" 2>/dev/null | cmp - "$NV_TMP/page" ||
+	fail "the page from the trim point differs from A's bytes"
+curl -s -N -H "$AUTH" "$GWURL/events?seq=0" > "$NV_TMP/ev5" &
+EV5=$!
+nv_bg "$EV5"
+write "$MA/b/s" 1000 30
+# Every reader: what it read before the trim, then A's bytes after.
+{ cat "$NV_TMP/pretrim"; tail -c "+$((PRELEN + 1))" "$MA/b/s"; } > "$NV_TMP/want"
+all_equal "$NV_TMP/want" "A (trimmed)"
+tail -c "+$((TRIMB + 1))" "$NV_TMP/want" > "$NV_TMP/want5"
+START=$TRIMB all_equal "$NV_TMP/want5" "A from its trim point" "$NV_TMP/ev5"
+say "ok: through B, a page below A's trim point starts at it, events from seq 0 start there, and the readers go on after the trim"
 
 say "2. kill -9 of A: the events go on at B"
 cp "$MA/b/s" "$NV_TMP/acked"
@@ -157,13 +192,14 @@ except OSError:
     sys.exit(1)
 PY"
 write "$MB/b/s" 300 50
-all_equal "$MB/b/s" B
+{ cat "$NV_TMP/pretrim"; tail -c "+$((PRELEN + 1))" "$MB/b/s"; } > "$NV_TMP/want"
+all_equal "$NV_TMP/want" B
 nv_expect_eq "$(subs "$BPORT")" 1 "subscriptions at B for the 4 readers after A's crash"
 head -c "$(stat -c %s "$NV_TMP/acked")" "$MB/b/s" | cmp - "$NV_TMP/acked" || fail "B lost what A acked"
 code=$(curl -s -o "$NV_TMP/page" -w '%{http_code}' -H "$AUTH" "$GWURL/records?seq=300")
 nv_expect_eq "$code" 200 "a page from seq 300 at B"
 say "ok: the events resumed at B's cursor, $(stat -c %s "$MB/b/s") bytes, none lost or twice"
-kill "$EV" "${EVS[@]}" 2>/dev/null || true
+kill "$EV" "${EVS[@]}" "$EV5" 2>/dev/null || true
 kill -TERM "$GW"
 nv_await 15 "novagw to stop" bash -c "! kill -0 $GW 2>/dev/null"
 wait "$GW" && rc=0 || rc=$?
