@@ -16,8 +16,8 @@
 #    class's policy and the hot stream keeps within its bound (its
 #    batches in the crashed epoch do not hold its new ones back until the
 #    standard cap); the express streams settle within their 4 s cap;
-#  - NV_MIXED_MANY streams (1,000; the soak variant sets 10,000) with
-#    three records each all settle;
+#  - NV_MIXED_MANY streams (1,000; 10,000 under NOVAFS_SOAK=1, make soak)
+#    with three records each all settle;
 #  - every stream reads back byte-identical; at the end everything is
 #    settled and no slot is left live.
 # Load slows this test but does not fail it: the transit bound adds the
@@ -37,7 +37,11 @@ set -euo pipefail
 . "$TESTLIB"
 nv_init
 
-MANY=${NV_MIXED_MANY:-1000}
+if [ "${NOVAFS_SOAK:-0}" != 0 ]; then # make soak
+	MANY=${NV_MIXED_MANY:-10000}
+else
+	MANY=${NV_MIXED_MANY:-1000}
+fi
 STD_CAP_S=30
 XP_CAP_S=4
 LINGER_S=1
