@@ -17,7 +17,8 @@
 #    batches in the crashed epoch do not hold its new ones back until the
 #    standard cap); the express streams settle within their 4 s cap;
 #  - NV_MIXED_MANY streams (1,000; 10,000 under NOVAFS_SOAK=1, make soak)
-#    with three records each all settle;
+#    with three records each all settle, the second half written across
+#    a kill -9: every acked record is there after it;
 #  - every stream reads back byte-identical; at the end everything is
 #    settled and no slot is left live.
 # Load slows this test but does not fail it: the transit bound adds the
@@ -59,7 +60,14 @@ cat > "$NV_TMP/mixed.py" <<'EOF'
   load ROOT SECS STATE    hot + trickle writers for SECS (or until the
                           mount goes away), sampling the hot stream;
                           STATE gets one JSON line of what was seen
-  many DIR N              N streams of three records each (16 threads)
+  many DIR FIRST N [ACKS] streams m<FIRST>..m<FIRST+N-1>, three records
+                          each (16 threads); with ACKS, a line "NAME K"
+                          there after each acked write, and the mount
+                          going away ends a thread quietly
+  acked DIR ACKS NAME...  every stream holds whole, right records, at
+                          least those ACKS says were acked (one with no
+                          acked record may be missing: its create may
+                          not have returned)
   verify DIR NAME...      every stream holds records 0..m-1 exactly
   settled DIR NAME...     exit 0 when every stream is settled to its seq
   unsettled DIR NAME...   print how many are not
@@ -223,22 +231,62 @@ def load(d, secs, state):
         f.write(json.dumps(res) + "\n")
 
 
-def many(d, n):
-    names = ["m%05d" % i for i in range(n)]
-    for nm in names:
-        open(os.path.join(d, nm), "w").close()
+def many(d, first, n, acks=None):
+    names = ["m%05d" % i for i in range(first, first + n)]
+    log = open(acks, "a", buffering=1) if acks else None
+    lock = threading.Lock()
+    dead = (errno.ENOTCONN, errno.ECONNABORTED, errno.EIO)
 
     def work(part):
-        for nm in part:
-            fd = os.open(os.path.join(d, nm), os.O_WRONLY | os.O_APPEND)
-            for k in range(3):
-                os.write(fd, line_record(nm, k))
-            os.close(fd)
+        try:
+            for nm in part:
+                p = os.path.join(d, nm)
+                open(p, "w").close()
+                fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+                try:
+                    for k in range(3):
+                        os.write(fd, line_record(nm, k))
+                        if log:
+                            with lock:
+                                log.write("%s %d\n" % (nm, k))
+                finally:
+                    os.close(fd)
+        except OSError as e:
+            if not log or e.errno not in dead:
+                raise
     th = [threading.Thread(target=work, args=(names[i::16],)) for i in range(16)]
     for t in th:
         t.start()
     for t in th:
         t.join()
+
+
+def acked(d, acks, names):
+    want = {}
+    for line in open(acks):
+        nm, k = line.split()
+        want[nm] = max(want.get(nm, 0), int(k) + 1)
+    bad = 0
+    for nm in names:
+        p = os.path.join(d, nm)
+        n = reclen(nm)
+        try:
+            data = open(p, "rb").read()
+        except FileNotFoundError:
+            data = None
+            if not want.get(nm):
+                continue
+        if data is None or len(data) % n or len(data) // n > 3 or len(data) // n < want.get(nm, 0):
+            print("%s: %s bytes, %d records acked" % (nm, "no" if data is None else len(data), want.get(nm, 0)))
+            bad += 1
+            continue
+        for k in range(len(data) // n):
+            if data[k * n:(k + 1) * n] != record(nm, k):
+                print("%s: record %d differs" % (nm, k))
+                bad += 1
+                break
+    print("%d streams, %d acked records" % (len(names), sum(want.values())))
+    sys.exit(1 if bad else 0)
 
 
 def verify(d, names):
@@ -275,7 +323,9 @@ if __name__ == "__main__":
     if cmd == "load":
         load(sys.argv[2], float(sys.argv[3]), sys.argv[4])
     elif cmd == "many":
-        many(sys.argv[2], int(sys.argv[3]))
+        many(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), *sys.argv[5:6])
+    elif cmd == "acked":
+        acked(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif cmd == "verify":
         verify(sys.argv[2], sys.argv[3:])
     elif cmd == "settled":
@@ -436,13 +486,34 @@ check_load "phase 2 (after recovery)"
 check_acked
 verify_all "phase 2"
 
-say "phase 3: $MANY streams of three records each"
-python3 "$NV_TMP/mixed.py" many "$MNT/many" "$MANY" || fail "writing $MANY streams"
-mapfile -t MANYN < <(seq -f 'm%05g' 0 $((MANY - 1)))
+say "phase 3: $MANY streams of three records each, kill -9 in the second half"
+half=$((MANY / 2))
+python3 "$NV_TMP/mixed.py" many "$MNT/many" 0 "$half" || fail "writing $half streams"
+mapfile -t MANYN < <(seq -f 'm%05g' 0 $((half - 1)))
 python3 "$NV_TMP/mixed.py" verify "$MNT/many" "${MANYN[@]}" > "$NV_TMP/verify.out" 2>&1 ||
 	fail "many: $(head -5 "$NV_TMP/verify.out")"
-say "ok: $MANY streams read back"
-await_progress "the $MANY streams to settle" "$XP_CAP_S" 600 \
+say "ok: $half streams read back"
+: > "$NV_TMP/acks"
+python3 "$NV_TMP/mixed.py" many "$MNT/many" "$half" $((MANY - half)) "$NV_TMP/acks" 2> "$NV_TMP/many.err" &
+manypid=$!
+nv_bg "$manypid"
+# The crash comes once a third of the second half's records are acked:
+# streams created and not written, half written and not created stand
+# beside each other in the chain.
+nv_await 120 "the writers to ack $((MANY - half)) records" \
+	eval '(($(wc -l < "$NV_TMP/acks") >= MANY - half))'
+nv_crash
+wait "$manypid" || fail "the many writer failed beyond the crash: $(tail -3 "$NV_TMP/many.err")"
+nv_start
+mapfile -t MANYN < <(seq -f 'm%05g' 0 $((MANY - 1)))
+python3 "$NV_TMP/mixed.py" acked "$MNT/many" "$NV_TMP/acks" "${MANYN[@]:half}" > "$NV_TMP/verify.out" 2>&1 ||
+	fail "many after the crash: $(head -5 "$NV_TMP/verify.out")"
+say "ok: after the crash: $(tail -1 "$NV_TMP/verify.out"), each present"
+python3 "$NV_TMP/mixed.py" verify "$MNT/many" "${MANYN[@]:0:half}" > "$NV_TMP/verify.out" 2>&1 ||
+	fail "many, first half after the crash: $(head -5 "$NV_TMP/verify.out")"
+mapfile -t MANYN < <(cd "$MNT/many" && ls)
+say "ok: $half streams read back after the crash; ${#MANYN[@]} streams stand"
+await_progress "the ${#MANYN[@]} streams to settle" "$XP_CAP_S" 600 \
 	python3 "$NV_TMP/mixed.py" unsettled "$MNT/many" "${MANYN[@]}"
 
 say "everything settles at its age cap; then no slot is live"
