@@ -412,13 +412,13 @@ static int fetch(struct vend *v, const struct plan_entry *e, uint64_t off, uint6
 
 	if (len == 0 || len > BUNDLE_CHUNK_MAX + (uint64_t)BUNDLE_ENTRIES_MAX * BUNDLE_ENTRY_SIZE)
 		return -EBADMSG;
+	if (!e->url && !v->cfg->bucket)
+		return -EOPNOTSUPP; /* a raw plan and no bucket of our own: nothing taken */
 	rc = budget_got(v, off == e->footer_off && len == e->footer_len, len);
 	if (rc)
 		return rc;
 	if (e->url)
 		return fetch_url(v, e, off, len);
-	if (!v->cfg->bucket)
-		return -EOPNOTSUPP; /* a raw plan and no bucket of our own */
 	nv_buf_reset(&v->got);
 	rc = nv_buf_reserve(&v->got, len);
 	if (rc == 0)

@@ -125,7 +125,8 @@ struct api_vend_cfg {
 	struct api_client *cl; /* borrowed: plans */
 	const char *addr;      /* borrowed: any star's ADDR:PORT */
 	struct store *bucket;  /* borrowed: raw plans' bucket; NULL: raw plans are
-				* -EOPNOTSUPP */
+				* -EOPNOTSUPP, met before their first fetch
+				* takes from the budget */
 	unsigned timeout_ms;   /* one signed GET; 0: 30000 */
 	struct store_tier *tier; /* borrowed: the cache tier signed GETs go
 				  * through ("Fetching"); NULL: straight */

@@ -330,8 +330,10 @@ static enum MHD_Result do_health(struct MHD_Connection *c, struct gw_server *g)
 {
 	struct gw_footers_stats fs = { 0 };
 	struct gw_plans_stats pls = { 0 };
-	char doc[640];
+	struct gw_source_stats ss;
+	char doc[768];
 
+	gw_source_stats(g->cfg.src, &ss);
 	if (g->cfg.fcache)
 		gw_footers_stats(g->cfg.fcache, &fs);
 	if (g->cfg.plans)
@@ -340,7 +342,7 @@ static enum MHD_Result do_health(struct MHD_Connection *c, struct gw_server *g)
 		 "\"footer_cache\":{\"used\":%llu,\"cap\":%llu,\"cached\":%llu,"
 		 "\"windows\":%llu,\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu},"
 		 "\"plans\":{\"kept\":%llu,\"hits\":%llu,\"misses\":%llu,\"asked\":%llu,"
-		 "\"dropped\":%llu},\"events\":%u,\"follows\":%u}",
+		 "\"dropped\":%llu,\"raw_proxied\":%llu},\"events\":%u,\"follows\":%u}",
 		 (unsigned long long)gw_pool_used(g->cfg.fetch),
 		 (unsigned long long)gw_pool_cap(g->cfg.fetch),
 		 (unsigned long long)gw_pool_used(g->cfg.footers),
@@ -349,7 +351,8 @@ static enum MHD_Result do_health(struct MHD_Connection *c, struct gw_server *g)
 		 (unsigned long long)fs.misses, (unsigned long long)fs.evictions,
 		 (unsigned long long)pls.kept, (unsigned long long)pls.hits,
 		 (unsigned long long)pls.misses, (unsigned long long)pls.puts,
-		 (unsigned long long)pls.drops, gw_sses_live(g->sses),
+		 (unsigned long long)pls.drops, (unsigned long long)ss.raw_proxied,
+		 gw_sses_live(g->sses),
 		 gw_sses_follows(g->sses));
 	return reply_json(c, MHD_HTTP_OK, doc);
 }

@@ -41,8 +41,11 @@
  *  2. The bytes a read or follow hands on are contiguous from its start;
  *     a vended record that does not start where the last ended (a trim
  *     overtook the read) ends the op with -EAGAIN, never a gap.
- *  3. A raw plan without --storage-bucket is logged (rate-limited) with
- *     the option to add and answered -EIO.
+ *  3. A raw plan without --storage-bucket is never an error: the op goes
+ *     to the star source from where the plan left it (the records handed
+ *     on so far stay; none: the op's own position), as in proxy mode.
+ *     The first such op of the process logs it once, naming the option
+ *     to add; every one counts in raw_proxied (gw_source_stats()).
  */
 #include "config.h"
 #include "gw/footers.h"
@@ -79,9 +82,11 @@ struct plan_src {
 	struct gw_plans *plans;     /* NULL: every plan from a star */
 	struct api_vend_keep keep;
 	struct api_vend_handles *handles; /* signed GETs' idle curl handles */
+	atomic_uint_least64_t raw_proxied; /* invariant 3's ops, for /healthz */
+	atomic_bool raw_said;              /* invariant 3's log line was written */
 };
 
-static struct nv_ratelimit rl_raw, rl_err;
+static struct nv_ratelimit rl_err;
 
 static struct plan_src *plan_of(struct gw_source *src)
 {
@@ -143,7 +148,23 @@ static void budget_give(void *arg, bool footer, uint64_t n)
 	gw_pool_give(footer ? ps->footers : ps->fetch, n);
 }
 
-/* api_vend_read()'s errors into source.h's (invariant 3). */
+/* Whether rc is api_vend_read()'s raw plan without a bucket of our own:
+ * then the op goes on at the star source (invariant 3), counted, and
+ * the first of the process logged. */
+static bool raw_proxied(struct plan_src *ps, const char *bucket, const char *stream, int rc)
+{
+	if (rc != -EOPNOTSUPP)
+		return false;
+	atomic_fetch_add_explicit(&ps->raw_proxied, 1, memory_order_relaxed);
+	if (!atomic_exchange(&ps->raw_said, true))
+		nv_log(NV_WARN, NV_SUB_API, "gateway: %s/%s: the stars vend raw plans and novagw "
+		       "has no --storage-bucket: reads are proxied through a star (start "
+		       "novagw with --storage-bucket=URL, the standard bucket, to read "
+		       "settled history from the objects; said once)", bucket, stream);
+	return true;
+}
+
+/* api_vend_read()'s other errors into source.h's. */
 static int plan_err(const char *bucket, const char *stream, int rc)
 {
 	switch (rc) {
@@ -155,11 +176,6 @@ static int plan_err(const char *bucket, const char *stream, int rc)
 		nv_log_ratelimited(&rl_err, NV_WARN, NV_SUB_API, "gateway: %s/%s: a vended window "
 				   "is larger than its whole pool (--fetch-inflight, "
 				   "--footer-cache-bytes)", bucket, stream);
-		return -EIO;
-	case -EOPNOTSUPP:
-		nv_log_ratelimited(&rl_raw, NV_ERR, NV_SUB_API, "gateway: %s/%s: the stars vend raw plans: "
-			       "start novagw with --storage-bucket=URL (the standard bucket)",
-			       bucket, stream);
 		return -EIO;
 	default:
 		nv_log_ratelimited(&rl_err, NV_WARN, NV_SUB_API, "gateway: %s/%s: plan read: %s", bucket, stream,
@@ -229,7 +245,7 @@ static int plan_locate(struct gw_source *src, const char *bucket, const char *st
 		*byte = l.byte;
 		return 0;
 	}
-	if (rc == 0)
+	if (rc == 0 || raw_proxied(ps, bucket, stream, rc))
 		return gw_locate(ps->stars, bucket, stream, by_seq, pos, seq, byte);
 	return plan_err(bucket, stream, rc);
 }
@@ -277,13 +293,16 @@ static int plan_read(struct gw_source *src, const char *bucket, const char *stre
 		return 0;
 	}
 	rc = vend(ps, bucket, stream, false, off, len, rd_fn, &r.h);
-	if ((rc == STOP || rc == 0) && r.got) {
+	/* Records handed on before a raw plan (a kept signed plan, then a
+	 * raw one): a short answer; the caller's next read goes on from
+	 * there at a star (invariant 3). */
+	if ((rc == STOP || rc == 0 || rc == -EOPNOTSUPP) && r.got) {
 		*got = r.got;
 		return 0;
 	}
 	if (rc == STOP) /* a gap before the first byte */
 		return -EAGAIN;
-	if (rc == 0)
+	if (rc == 0 || raw_proxied(ps, bucket, stream, rc))
 		return gw_read(ps->stars, bucket, stream, off, dst, len, got);
 	return plan_err(bucket, stream, rc);
 }
@@ -327,7 +346,7 @@ static int plan_follow(struct gw_source *src, const char *bucket, const char *st
 
 	if (rc == STOP)
 		return f.gap ? -EAGAIN : f.fn_rc;
-	if (rc == 0)
+	if (rc == 0 || raw_proxied(ps, bucket, stream, rc))
 		return gw_follow(ps->stars, bucket, stream, f.cursor, fn, arg);
 	return plan_err(bucket, stream, rc);
 }
@@ -338,6 +357,12 @@ static int plan_bounds(struct gw_source *src, const char *bucket, const char *st
 		       struct api_bounds *b)
 {
 	return gw_bounds(plan_of(src)->stars, bucket, stream, b);
+}
+
+static void plan_stats(struct gw_source *src, struct gw_source_stats *out)
+{
+	out->raw_proxied = atomic_load_explicit(&plan_of(src)->raw_proxied,
+						memory_order_relaxed);
 }
 
 static void plan_free(struct gw_source *src)
@@ -355,6 +380,7 @@ static const struct gw_source_ops plan_ops = {
 	.read = plan_read,
 	.follow = plan_follow,
 	.bounds = plan_bounds,
+	.stats = plan_stats,
 	.free = plan_free,
 };
 

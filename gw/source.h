@@ -24,7 +24,9 @@
  * windows under the --footer-cache-bytes pool, runs of chunks under the
  * --fetch-inflight pool) and pass everything at or above the residual,
  * and a follow once it reaches it, to the star source; gw/http.c and
- * gw/sse.c stay as they are.
+ * gw/sse.c stay as they are.  A raw plan it cannot read (no
+ * --storage-bucket) sends the op to the star source too, as in proxy
+ * mode (counted: gw_source_stats()).
  *
  * Errors (-errno): -ENOENT no such stream (or deleted), -ERANGE past the
  * acked end, -EHOSTUNREACH no star could be reached, -EAGAIN the stars
@@ -51,6 +53,13 @@
 
 struct gw_source;
 struct store; /* engine/store/store.h, through api/vend.h */
+
+/* A source's counters (/healthz), since it was made. */
+struct gw_source_stats {
+	uint64_t raw_proxied; /* plan source: locates, reads and follows that met a
+			       * raw plan without --storage-bucket and went to a
+			       * star instead (gw/plan.c invariant 3) */
+};
 struct gw_footers; /* gw/footers.h */
 struct gw_plans;   /* gw/plancache.h */
 
@@ -65,6 +74,8 @@ struct gw_source_ops {
 		      uint64_t off, api_sub_fn fn, void *arg);
 	int (*bounds)(struct gw_source *src, const char *bucket, const char *stream,
 		      struct api_bounds *b);
+	/* Optional (NULL: all counters 0): the source's counters. */
+	void (*stats)(struct gw_source *src, struct gw_source_stats *out);
 	void (*free)(struct gw_source *src);
 };
 
@@ -85,7 +96,8 @@ struct gw_plan_cfg {
 	const char *const *addrs;  /* copied: the stars to plan at, "HOST:PORT" */
 	unsigned naddrs;
 	struct store *bucket;      /* borrowed until free: raw plans' bucket; NULL:
-				    * raw plans are an error (plan.c invariant 3) */
+				    * reads that meet a raw plan go to the star
+				    * source (plan.c invariant 3) */
 	struct gw_pool *fetch;     /* borrowed until free: --fetch-inflight */
 	struct gw_pool *footers;   /* borrowed until free: --footer-cache-bytes */
 	uint64_t wait_ns;          /* a take waits at most this long */
@@ -121,6 +133,12 @@ static inline int gw_bounds(struct gw_source *s, const char *b, const char *n,
 			    struct api_bounds *out)
 {
 	return s->ops->bounds(s, b, n, out);
+}
+static inline void gw_source_stats(struct gw_source *s, struct gw_source_stats *out)
+{
+	*out = (struct gw_source_stats){ 0 };
+	if (s->ops->stats)
+		s->ops->stats(s, out);
 }
 static inline void gw_source_free(struct gw_source *s)
 {

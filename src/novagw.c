@@ -290,8 +290,9 @@ static int open_bucket(const struct gw_opts *o, struct store **out)
 	*out = NULL;
 	if (!url) {
 		if (o->serve_plan)
-			nv_log(NV_INFO, NV_SUB_API, "novagw: no --storage-bucket: raw plans will be "
-			       "refused (signed vending needs none)");
+			nv_log(NV_INFO, NV_SUB_API, "novagw: no --storage-bucket: reads that meet "
+			       "raw plans will be proxied through a star (signed vending "
+			       "needs none)");
 		return 0;
 	}
 	if (!strncmp(url, "dir:", 4))

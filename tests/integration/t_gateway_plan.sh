@@ -25,8 +25,12 @@
 #    and /healthz counts hits of both caches;
 #  - after a trim: a page asked at seq 0 starts at the trim point (the
 #    proxy's headers again), events from seq 0 start at the trim byte;
-#  - a --serve-plan Gateway without --storage-bucket meets the raw plan
-#    with a 502 and a log line naming --storage-bucket.
+#  - a --serve-plan Gateway without --storage-bucket (raw plans it cannot
+#    read) falls back to the proxy path: its pages (walked from seq 0, and
+#    the pairs above) and its events from seq 0 are the proxy's and the
+#    stream's bytes from the trim point, its /healthz counts the fallback
+#    (plans.raw_proxied), and its log says once that reads are proxied,
+#    naming --storage-bucket.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
 . "$TESTLIB"
@@ -149,6 +153,8 @@ elif cmd == 'pools':  # pools: "used used" of /healthz on stdin (the footer pool
 elif cmd == 'caches':  # caches: "footer_hits plan_hits" of /healthz on stdin
     d = json.load(sys.stdin)
     print(d['footer_cache']['hits'], d['plans']['hits'])
+elif cmd == 'raw':  # raw: plans.raw_proxied of /healthz on stdin
+    print(json.load(sys.stdin)['plans']['raw_proxied'])
 EOF
 
 mkdir "$MNT/logs"
@@ -251,10 +257,31 @@ tail -c +$((TB + 1)) "$NV_TMP/stream2" | cmp - "$NV_TMP/evt.bin" ||
 	fail "the events after the trim differ from the stream from the trim byte $TB"
 say "ok: pages and events start at the trim point ($TRIM, byte $TB), equal to the proxy and cat"
 
-say "a raw plan without --storage-bucket"
-code=$(curl -s -o "$NV_TMP/b" -w '%{http_code}' -H "$AUTH" "$GW_nobucket$S/records?seq=$TRIM")
-[ "$code" = 502 ] || fail "a raw plan without --storage-bucket answered $code: $(cat "$NV_TMP/b")"
-nv_await 5 "the log line naming --storage-bucket" grep -q "start novagw with --storage-bucket" \
-	"$NV_TMP/nobucket.log"
-say "ok: 502, and the log names --storage-bucket"
+say "a raw plan without --storage-bucket: proxied through the star"
+raw_proxied() { curl -s "$GW_nobucket/healthz" | python3 "$NV_TMP/gwp.py" raw; }
+nv_expect_eq "$(raw_proxied)" 0 "raw_proxied of the Gateway without --storage-bucket before its first read"
+python3 "$NV_TMP/gwp.py" pair "$GW_nobucket" "$GW_proxy" "$KEY" "$S" "${QUERIES[@]}" seq=0 \
+	"seq=$((TRIM + 5))&limit=9" "offset=$((TB + 1))" > "$NV_TMP/pair" ||
+	fail "without --storage-bucket, a page differs from the proxy's: $(cat "$NV_TMP/pair")"
+python3 "$NV_TMP/gwp.py" walk "$GW_nobucket" "$KEY" "$S" "$NV_TMP/walkn" > "$NV_TMP/walk.n" ||
+	fail "walking the pages without --storage-bucket: $(cat "$NV_TMP/walk.n")"
+tail -c +$((TB + 1)) "$NV_TMP/stream2" | cmp - "$NV_TMP/walkn" ||
+	fail "the pages without --storage-bucket differ from the stream from the trim byte $TB"
+curl -s -N -H "$AUTH" "$GW_nobucket$S/events?seq=0" > "$NV_TMP/evn" &
+EV=$!
+nv_bg "$EV"
+nv_await 20 "the events without --storage-bucket to reach byte $SIZE2" decoded "$NV_TMP/evn" "$TB" \
+	"$((SIZE2 - TB))"
+kill "$EV" 2>/dev/null || true
+tail -c +$((TB + 1)) "$NV_TMP/stream2" | cmp - "$NV_TMP/evn.bin" ||
+	fail "the events without --storage-bucket differ from the stream from the trim byte $TB"
+RAWP=$(raw_proxied)
+((RAWP > 0)) || fail "the Gateway without --storage-bucket counts no fallback (raw_proxied $RAWP)"
+nv_expect_eq "$(grep -c "reads are proxied through a star (start novagw with --storage-bucket" \
+	"$NV_TMP/nobucket.log")" 1 "log lines saying raw plans are proxied"
+if grep -q "bad_gateway\|plan read:" "$NV_TMP/nobucket.log"; then
+	fail "the Gateway without --storage-bucket logged an error: $(cat "$NV_TMP/nobucket.log")"
+fi
+say "ok: pages, a walk of $(cat "$NV_TMP/walk.n") pages and events through the star, as the proxy's" \
+	"($RAWP ops proxied), said once in the log"
 say "PASS"

@@ -8,8 +8,10 @@
  * Pins gw/req.h invariants 1 and 2, gw/keys.h invariant 1 and the file
  * rules, gw/pool.h invariant 1, gw/plan.c invariant 1 (a position at or
  * past the residual goes to the star source, at exactly that position;
- * an unreachable star passes the plan to the next) and its ownership of
- * the star source (freed with it; the caller's on a refused config).
+ * an unreachable star passes the plan to the next), invariant 3 (a raw
+ * plan without a bucket goes to the star source at the op's own position,
+ * counted) and its ownership of the star source (freed with it; the
+ * caller's on a refused config).
  */
 #include "config.h"
 #include "api/plan.h"
@@ -315,35 +317,73 @@ static enum MHD_Result on_plan(void *cls, struct MHD_Connection *c, const char *
 	return ret;
 }
 
-static void test_gw_plan_source_residual(void **state)
-{
-	char dir[] = "/tmp/test_gw_plan.XXXXXX", path[64], live[32], buf[10];
-	char longaddr[LEASE_ADDR_MAX + 8];
-	struct rec_src rec = { .src.ops = &rec_ops };
-	struct read_plan *p = calloc(1, sizeof(*p));
-	struct api_client_cfg cc = { 0 };
-	struct api_secret *sec = NULL;
-	struct api_client *cl = NULL;
-	struct gw_source *src = NULL;
-	struct gw_pool *fetch = gw_pool_new("f", 1 << 20), *footers = gw_pool_new("t", 1 << 20);
-	struct api_bounds bd;
+/* A client with a cluster secret, and the scripted star answering every
+ * plan with plan_doc (set before the first plan is asked). */
+struct plan_fx {
+	char dir[32], path[64], live[32];
+	struct api_secret *sec;
+	struct api_client *cl;
 	struct MHD_Daemon *d;
-	const char *addrs[2] = { "127.0.0.1:1", live }, *why;
-	uint64_t seq, byte;
-	size_t got = 0;
+	struct gw_pool *fetch, *footers;
+};
+
+static void plan_fx_up(struct plan_fx *fx)
+{
+	struct api_client_cfg cc = { 0 };
+	const char *why;
 	int fd;
 
-	(void)state;
-	assert_non_null(p);
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/secret", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/test_gw_plan.XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	snprintf(fx->path, sizeof(fx->path), "%s/secret", fx->dir);
+	fd = open(fx->path, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "0123456789abcdef0123\n", 21), 21);
 	close(fd);
-	assert_int_equal(api_secret_load(path, &sec, &why), 0);
-	cc.secret = sec;
-	assert_int_equal(api_client_new(&cc, &cl), 0);
+	assert_int_equal(api_secret_load(fx->path, &fx->sec, &why), 0);
+	cc.secret = fx->sec;
+	assert_int_equal(api_client_new(&cc, &fx->cl), 0);
+	fx->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_plan, NULL,
+				 MHD_OPTION_END);
+	assert_non_null(fx->d);
+	snprintf(fx->live, sizeof(fx->live), "127.0.0.1:%u",
+		 MHD_get_daemon_info(fx->d, MHD_DAEMON_INFO_BIND_PORT)->port);
+	fx->fetch = gw_pool_new("f", 1 << 20);
+	fx->footers = gw_pool_new("t", 1 << 20);
+	assert_non_null(fx->fetch);
+	assert_non_null(fx->footers);
+	__atomic_store_n(&plans_asked, 0, __ATOMIC_SEQ_CST);
+}
+
+static void plan_fx_down(struct plan_fx *fx)
+{
+	MHD_stop_daemon(fx->d);
+	free(plan_doc);
+	plan_doc = NULL;
+	api_client_free(fx->cl);
+	api_secret_free(fx->sec);
+	gw_pool_free(fx->fetch);
+	gw_pool_free(fx->footers);
+	unlink(fx->path);
+	rmdir(fx->dir);
+}
+
+static void test_gw_plan_source_residual(void **state)
+{
+	char longaddr[LEASE_ADDR_MAX + 8], buf[10];
+	struct rec_src rec = { .src.ops = &rec_ops };
+	struct read_plan *p = calloc(1, sizeof(*p));
+	struct gw_source *src = NULL;
+	struct gw_source_stats ss;
+	struct api_bounds bd;
+	struct plan_fx fx;
+	const char *addrs[2] = { "127.0.0.1:1", fx.live };
+	uint64_t seq, byte;
+	size_t got = 0;
+
+	(void)state;
+	assert_non_null(p);
+	plan_fx_up(&fx);
 	p->stream_id = 1;
 	p->residual_seq = 5;
 	p->residual_byte = 100;
@@ -351,14 +391,9 @@ static void test_gw_plan_source_residual(void **state)
 	p->ttl_s = 60;
 	plan_doc = api_plan_format(p);
 	assert_non_null(plan_doc);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_plan, NULL,
-			     MHD_OPTION_END);
-	assert_non_null(d);
-	snprintf(live, sizeof(live), "127.0.0.1:%u",
-		 MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
 
-	struct gw_plan_cfg pc = { .stars = &rec.src, .cl = cl, .addrs = addrs, .naddrs = 2,
-				  .fetch = fetch, .footers = footers };
+	struct gw_plan_cfg pc = { .stars = &rec.src, .cl = fx.cl, .addrs = addrs, .naddrs = 2,
+				  .fetch = fx.fetch, .footers = fx.footers };
 	/* Refused configs leave the star source with the caller. */
 	pc.naddrs = 0;
 	assert_int_equal(gw_source_plan(&pc, &src), -EINVAL);
@@ -389,20 +424,87 @@ static void test_gw_plan_source_residual(void **state)
 	assert_int_equal(gw_bounds(src, "b", "s", &bd), 0);
 	assert_int_equal(rec.bounds, 1);
 	assert_int_equal(__atomic_load_n(&plans_asked, __ATOMIC_SEQ_CST), 4); /* not bounds */
-	assert_int_equal(gw_pool_used(fetch), 0);
-	assert_int_equal(gw_pool_used(footers), 0);
+	gw_source_stats(src, &ss);
+	assert_int_equal(ss.raw_proxied, 0);
+	assert_int_equal(gw_pool_used(fx.fetch), 0);
+	assert_int_equal(gw_pool_used(fx.footers), 0);
 	gw_source_free(src);
 	assert_true(rec.freed);
 
-	MHD_stop_daemon(d);
-	free(plan_doc);
 	free(p);
-	api_client_free(cl);
-	api_secret_free(sec);
-	gw_pool_free(fetch);
-	gw_pool_free(footers);
-	unlink(path);
-	rmdir(dir);
+	plan_fx_down(&fx);
+}
+
+/* Invariant 3: a raw plan that names settled records below the position,
+ * and no bucket of the Gateway's own: every op goes to the star source
+ * at exactly its own position (nothing is read by plan, nothing taken
+ * from the pools), is counted in raw_proxied, and none is an error. */
+static void test_gw_plan_source_raw_proxied(void **state)
+{
+	struct rec_src rec = { .src.ops = &rec_ops };
+	struct read_plan *p = calloc(1, sizeof(*p));
+	struct gw_source *src = NULL;
+	struct gw_source_stats ss;
+	struct plan_fx fx;
+	const char *addrs[1] = { fx.live };
+	uint64_t seq, byte;
+	size_t got = 0;
+	char buf[10];
+
+	(void)state;
+	assert_non_null(p);
+	plan_fx_up(&fx);
+	p->stream_id = 1;
+	p->vending = PLAN_RAW;
+	p->n = 1;
+	snprintf(p->e[0].key, sizeof(p->e[0].key), "streams/b/1/1/0");
+	p->e[0].epoch = 1;
+	p->e[0].first_seq = 0;
+	p->e[0].end_seq = 5;
+	p->e[0].first_byte = 0;
+	p->e[0].end_byte = 100;
+	p->e[0].footer_off = 100;
+	p->e[0].footer_len = 64;
+	p->residual_seq = 5;
+	p->residual_byte = 100;
+	p->expires_ns = nv_now_wall_ns() + 60 * NV_NS_PER_S;
+	p->ttl_s = 60;
+	plan_doc = api_plan_format(p);
+	assert_non_null(plan_doc);
+
+	/* No bucket, no caches: every op asks the star for the plan. */
+	struct gw_plan_cfg pc = { .stars = &rec.src, .cl = fx.cl, .addrs = addrs, .naddrs = 1,
+				  .fetch = fx.fetch, .footers = fx.footers };
+	assert_int_equal(gw_source_plan(&pc, &src), 0);
+	assert_int_equal(gw_locate(src, "b", "s", true, 2, &seq, &byte), 0);
+	assert_int_equal(rec.locates, 1);
+	assert_int_equal(rec.last, 2);
+	assert_int_equal(seq, 2);
+	assert_int_equal(gw_locate(src, "b", "s", false, 30, &seq, &byte), 0);
+	assert_int_equal(rec.locates, 2);
+	assert_int_equal(rec.last, 30);
+	assert_int_equal(gw_read(src, "b", "s", 40, buf, sizeof(buf), &got), 0);
+	assert_int_equal(rec.reads, 1);
+	assert_int_equal(rec.last, 40);
+	assert_int_equal(got, sizeof(buf));
+	assert_memory_equal(buf, "xxxxxxxxxx", sizeof(buf));
+	assert_int_equal(gw_follow(src, "b", "s", 50, NULL, NULL), -ENOENT);
+	assert_int_equal(rec.follows, 1);
+	assert_int_equal(rec.last, 50);
+	assert_int_equal(__atomic_load_n(&plans_asked, __ATOMIC_SEQ_CST), 4);
+	gw_source_stats(src, &ss);
+	assert_int_equal(ss.raw_proxied, 4);
+	assert_int_equal(gw_pool_used(fx.fetch), 0);
+	assert_int_equal(gw_pool_used(fx.footers), 0);
+	gw_source_free(src);
+	assert_true(rec.freed);
+
+	/* The star source has no counters. */
+	gw_source_stats(&rec.src, &ss);
+	assert_int_equal(ss.raw_proxied, 0);
+
+	free(p);
+	plan_fx_down(&fx);
 }
 
 int main(void)
@@ -414,6 +516,7 @@ int main(void)
 		cmocka_unit_test(test_gw_keys_file_mode),
 		cmocka_unit_test(test_gw_pool),
 		cmocka_unit_test(test_gw_plan_source_residual),
+		cmocka_unit_test(test_gw_plan_source_raw_proxied),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
