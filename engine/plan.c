@@ -159,8 +159,8 @@ static unsigned plan_ttl_s(const struct star *st)
 	return (unsigned)(ttl / NV_NS_PER_S);
 }
 
-/* With a TTL under a second nothing is vended: the plan is its residual
- * (the start of what would have been the first entry). */
+/* With a TTL under PLAN_TTL_MIN_S nothing is vended: the plan is its
+ * residual (the start of what would have been the first entry). */
 static void vend_nothing(struct read_plan *p)
 {
 	if (p->n) {
@@ -219,7 +219,7 @@ int star_plan(struct star *st, struct nv_stream *s, enum meta_ref_key by, uint64
 	p->expires_ns = nv_now_wall_ns() + (uint64_t)p->ttl_s * NV_NS_PER_S;
 	if (rc == 0)
 		rc = plan_build(st->kv, s->id, &q, p);
-	if (rc == 0 && p->ttl_s == 0)
+	if (rc == 0 && p->ttl_s < PLAN_TTL_MIN_S)
 		vend_nothing(p);
 	if (rc == 0 && p->vending == PLAN_SIGNED)
 		rc = presign_all(st, p);

@@ -42,8 +42,8 @@
  *     grace: every settled-object deletion (a replaced tail revision, a
  *     trimmed or deleted stream) is queued at least one grace after the
  *     catalog stopped naming the object, so nothing a plan names is
- *     deleted before the plan expires.  A TTL under a second vends
- *     nothing (the plan is its residual).
+ *     deleted before the plan expires.  A TTL under PLAN_TTL_MIN_S
+ *     vends nothing (the plan is its residual).
  *  5. Records below the trim point are never planned: the start is
  *     raised to it.
  */
@@ -60,6 +60,13 @@ struct star;
 struct nv_stream;
 
 #define PLAN_ENTRIES_MAX 256
+/* The shortest TTL that vends entries.  The wire carries `expires` in
+ * whole seconds (up to a second lost to rounding down), and a consumer
+ * stops using a plan a second before it expires (clocks of two hosts:
+ * api/vend.c EXPIRY_MARGIN_NS); under 3 s a consumer would get entries it
+ * may never fetch and re-plan without end, so such a plan is its residual
+ * and the reads go to a star. */
+#define PLAN_TTL_MIN_S 3
 
 /* The vending form of a deployment (-o plan_vending=). */
 enum plan_vending {

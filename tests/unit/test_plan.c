@@ -331,12 +331,23 @@ static void test_plan_star_ttl_and_form(void **state)
 	assert_true(p->expires_ns >= now + 7 * NV_NS_PER_S &&
 		    p->expires_ns <= nv_now_wall_ns() + 7 * NV_NS_PER_S);
 	plan_clear(p);
-	/* A grace under a second: the plan is its residual. */
+	/* A life under PLAN_TTL_MIN_S (half a second; 2 s, which a consumer
+	 * could use for at most a second after the wire's rounding and its
+	 * own margin): the plan is its residual.  At the minimum it vends. */
 	star->cfg.read_grace_ns = NV_NS_PER_S / 2;
 	assert_int_equal(star_plan(star, a, META_REF_BY_SEQ, 1, 0, p), 0);
 	assert_int_equal(p->n, 0);
 	assert_int_equal(p->residual_seq, 0);
 	assert_false(p->more);
+	star->cfg.read_grace_ns = 2 * NV_NS_PER_S;
+	assert_int_equal(star_plan(star, a, META_REF_BY_SEQ, 1, 0, p), 0);
+	assert_int_equal(p->n, 0);
+	assert_int_equal(p->residual_seq, 0);
+	star->cfg.read_grace_ns = PLAN_TTL_MIN_S * NV_NS_PER_S;
+	assert_int_equal(star_plan(star, a, META_REF_BY_SEQ, 1, 0, p), 0);
+	assert_int_equal(p->n, 1);
+	assert_int_equal(p->ttl_s, PLAN_TTL_MIN_S);
+	plan_clear(p);
 	/* Signed vending on a store that cannot presign: the store's error. */
 	star->cfg.read_grace_ns = 7 * NV_NS_PER_S;
 	star->cfg.plan_vending = "signed";
