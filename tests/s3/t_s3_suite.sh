@@ -8,7 +8,9 @@
 #
 # Default: a representative subset: plain appends and reads, ranges,
 # concurrency, remounts, follow, crashes with recovery and fsck, then
-# tests/s3/t_s3_settle.sh (settlement and reclamation checked through S3).
+# tests/s3/t_s3_settle.sh (settlement and reclamation checked through S3,
+# and a plan's presigned URL refused by RGW with its signature altered or
+# once expired).
 # NOVAFS_S3_FULL=1: every tests/integration/t_*.sh, in the Makefile's
 # order, then t_s3_settle.  NOVAFS_S3_TESTS="t_a t_b": exactly those.
 #
