@@ -21,6 +21,8 @@
 # every writer so far is there exactly once and in its writer's order,
 # and no record nobody wrote; then new writers start (new tags).
 # NV_SOAK_SEED (default random, printed) replays a run's choices;
+# NV_SOAK_CYCLE=1 takes kill, pause and bounce in turn (the stars stay
+# random), so a short run has each (t_stars_rgw.sh);
 # NV_SOAK_AGE_CAP (default 15 s) is the standard class's age cap;
 # NOVAFS_ETCD_MEMBERS (default 1) sets the cluster's size.  The EXIT
 # trap kills every process started here by PID.
@@ -179,7 +181,9 @@ unclean=0
 since_round() { awk -v m="round $round: " 'index($0, "==== ") == 1 && index($0, m) { f = 1 } f' "$1"; }
 for round in $(seq 1 "$ROUNDS"); do
 	i=$((RANDOM % 3))
-	case $((RANDOM % 3)) in
+	k=$((RANDOM % 3))
+	[ "${NV_SOAK_CYCLE:-0}" = 0 ] || k=$(((round - 1) % 3))
+	case $k in
 	0) what=kill ;;
 	1) what=pause ;;
 	*) what=bounce ;;
