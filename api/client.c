@@ -74,7 +74,7 @@ struct api_client {
 /* What a request sends and where its reply goes. */
 struct xfer {
 	const char *method;             /* "GET" or "POST" */
-	char url[API_PATH_MAX + 128];
+	char url[API_PATH_MAX + API_NAME_QUERY_MAX]; /* the longest query: rename's */
 	uint64_t id;                    /* the stream's id (API_STREAM_ID_HEADER); 0: none */
 	const void *body;
 	size_t len;
@@ -750,6 +750,22 @@ int api_client_trim(struct api_client *cl, const struct lease_holder *h, const c
 	rc = call(cl, h, API_EP_TRIM, bucket, stream, q, &x);
 	if (rc == 0 && (reply_u64(&x, "trim", "seq", seq) || reply_u64(&x, "trim", "byte", byte)))
 		rc = -EIO;
+	xfer_done(&x);
+	return rc;
+}
+
+int api_client_rename(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		      const char *stream, uint64_t id, const char *from)
+{
+	char q[API_NAME_QUERY_MAX];
+	struct xfer x;
+	int rc;
+
+	if (api_fmt_query("from", from, q, sizeof(q)))
+		return -EINVAL;
+	xfer_init(&x, "POST", API_LINE_MAX);
+	x.id = id;
+	rc = call(cl, h, API_EP_RENAME, bucket, stream, q, &x);
 	xfer_done(&x);
 	return rc;
 }

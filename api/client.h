@@ -3,8 +3,9 @@
  * and the Gateway (gw/) call it when this star does not lead a stream
  * (DESIGN.md section 7, "NOT_OWNER").
  *
- * For: append, read, acked end, subscribe, delete and trim at a stream's holder, with
- * the cluster secret, and the redial rule of the seed's SDK.  Not for:
+ * For: append, read, acked end, subscribe, delete, trim and a rename over
+ * a stream at its holder, with the cluster secret, and the redial rule of
+ * the seed's SDK.  Not for:
  * deciding who leads (engine/lease.h: the caller asks star_leader() and
  * passes the holder), serving (api/server.h).
  *
@@ -145,6 +146,19 @@ int api_client_delete(struct api_client *cl, const struct lease_holder *h, const
 int api_client_trim(struct api_client *cl, const struct lease_holder *h, const char *bucket,
 		    const char *stream, uint64_t id, bool by_seq, uint64_t pos, uint64_t *seq,
 		    uint64_t *byte) __attribute__((warn_unused_result));
+
+/* Ask the holder h (borrowed) of bucket/stream to rename bucket/from
+ * (borrowed) over it (the star API's rename: star_stream_rename() there,
+ * one metastore transaction that swaps the names and tombstones the
+ * stream of id under its lease; a NOT_OWNER is redialed once, invariant
+ * 1).  0 (renamed; the stream of id is deleted there), -ENOENT (no
+ * stream `from`: nothing changed), -ESTALE (bucket/stream is not the
+ * stream of id there, or its lease moved as the holder committed:
+ * nothing changed), -EINVAL (from is not a stream name), or the errors
+ * above.  Costs one request per dial. */
+int api_client_rename(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		      const char *stream, uint64_t id, const char *from)
+	__attribute__((warn_unused_result));
 
 /* Nudge the star at addr ("ADDR:PORT") on behalf of star `from`: it
  * re-checks leases and settle markers now.  0 or -errno as above. */

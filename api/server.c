@@ -3,9 +3,10 @@
  *
  * For: the daemon (one thread per connection, bounded), the request
  * state across the library's calls (struct req), authentication first,
- * the body limit, and the handlers of append, read, end, locate, plan, handoff,
- * delete, trim and nudge; /metrics is api/metrics.c, subscriptions api/subscribe.c.  Not
- * for: the wire forms (api/wire.c).
+ * the body limit, and the handlers of append, read, end, locate, plan,
+ * handoff and nudge; /metrics is api/metrics.c, subscriptions
+ * api/subscribe.c, the changes a holder makes for another star (delete,
+ * trim, rename) api/change.c.  Not for: the wire forms (api/wire.c).
  *
  * One request, as the library calls on_request():
  *
@@ -40,10 +41,12 @@
  * logs one rate-limited line naming what and which stream.
  */
 #include "config.h"
+#include "api/change.h"
 #include "api/httpd.h"
 #include "api/metrics.h"
 #include "api/plan.h"
 #include "api/server.h"
+#include "api/server_impl.h"
 #include "api/subscribe.h"
 #include "api/wire.h"
 #include "engine/handoff.h"
@@ -66,26 +69,6 @@
 #define DEFAULT_TIMEOUT_S 60
 #define DEFAULT_HEARTBEAT_NS (5 * NV_NS_PER_S)
 
-struct api_server {
-	struct MHD_Daemon *d;
-	struct star *st;                /* borrowed */
-	const struct api_secret *secret; /* borrowed */
-	size_t max_body;
-	struct api_subs *subs;
-	char listen[LEASE_ADDR_MAX + 1];
-};
-
-/* One request across the library's calls. */
-struct req {
-	const char *method, *url; /* the library's, valid until on_completed() */
-	struct api_route r;
-	uint64_t stream_id; /* API_STREAM_ID_HEADER; 0: named by bucket/stream alone */
-	char *body;       /* max_body bytes; NULL without a body */
-	size_t len;
-	bool too_big;
-	bool answered;    /* refused in the first call: discard the rest */
-};
-
 /* One budget of log lines (NV_RATELIMIT_BURST a minute) per kind of
  * refusal: credentials, unroutable requests, refusals naming a stream,
  * stream ids that name another stream (stream_moved). */
@@ -107,20 +90,20 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	return api_http_reply(c, &style, status, type, body, len);
 }
 
-static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, const char *doc)
+enum MHD_Result api_srv_json(struct MHD_Connection *c, unsigned status, const char *doc)
 {
 	return api_http_reply_json(c, &style, status, doc);
 }
 
-static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
-				   const char *detail)
+enum MHD_Result api_srv_error(struct MHD_Connection *c, unsigned status, const char *code,
+			      const char *detail)
 {
 	return api_http_reply_error(c, &style, status, code, detail);
 }
 
 /* A refusal the client provoked: a 4xx and one rate-limited line. */
-static enum MHD_Result refuse(struct MHD_Connection *c, const struct req *q, unsigned status,
-			      const char *code, const char *why)
+enum MHD_Result api_srv_refuse(struct MHD_Connection *c, const struct req *q, unsigned status,
+			       const char *code, const char *why)
 {
 	char peer[64];
 
@@ -128,49 +111,49 @@ static enum MHD_Result refuse(struct MHD_Connection *c, const struct req *q, uns
 			   "star API: %u for %s %.200s from %s: %s (stream %s/%s)", status,
 			   q->method, q->url, peer_of(c, peer, sizeof(peer)), why,
 			   q->r.bucket[0] ? q->r.bucket : "-", q->r.stream[0] ? q->r.stream : "-");
-	return reply_error(c, status, code, why);
+	return api_srv_error(c, status, code, why);
 }
 
-static enum MHD_Result reply_not_owner(struct MHD_Connection *c, const struct lease_holder *h)
+enum MHD_Result api_srv_not_owner(struct MHD_Connection *c, const struct lease_holder *h)
 {
 	char doc[API_LINE_MAX];
 
 	if (api_fmt_not_owner(h, doc, sizeof(doc)))
-		return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "NOT_OWNER");
-	return reply_json(c, MHD_HTTP_MISDIRECTED_REQUEST, doc);
+		return api_srv_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "NOT_OWNER");
+	return api_srv_json(c, MHD_HTTP_MISDIRECTED_REQUEST, doc);
 }
 
 /* An engine error (-errno) as a reply.  The one translation of errno
  * into HTTP status (STYLE.md: one translator per foreign space). */
-static enum MHD_Result reply_errno(struct MHD_Connection *c, struct api_server *srv,
-				   struct nv_stream *s, int rc)
+enum MHD_Result api_srv_errno(struct MHD_Connection *c, struct api_server *srv,
+			      struct nv_stream *s, int rc)
 {
 	struct lease_holder h;
 
 	switch (rc) {
 	case -STAR_ENOTOWNER:
 		if (s && star_leader(srv->st, s, &h) == 0)
-			return reply_not_owner(c, &h);
-		return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no_leader",
-				   "the stream's leader is not known");
+			return api_srv_not_owner(c, &h);
+		return api_srv_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no_leader",
+				     "the stream's leader is not known");
 	case -ENOENT:
-		return reply_error(c, MHD_HTTP_NOT_FOUND, "not_found", "no such stream");
+		return api_srv_error(c, MHD_HTTP_NOT_FOUND, "not_found", "no such stream");
 	case -EINVAL:
-		return reply_error(c, MHD_HTTP_BAD_REQUEST, "bad_request", strerror(-rc));
+		return api_srv_error(c, MHD_HTTP_BAD_REQUEST, "bad_request", strerror(-rc));
 	case -EFBIG:
 	case -EMSGSIZE:
-		return reply_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "too_large", strerror(-rc));
+		return api_srv_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "too_large", strerror(-rc));
 	case -ENOSPC:
 	case -EDQUOT:
-		return reply_error(c, MHD_HTTP_INSUFFICIENT_STORAGE, "no_space", strerror(-rc));
+		return api_srv_error(c, MHD_HTTP_INSUFFICIENT_STORAGE, "no_space", strerror(-rc));
 	case -ETIMEDOUT: /* past this star's lease deadline (engine/lease.h) */
-		return reply_error(c, MHD_HTTP_GATEWAY_TIMEOUT, "lease_deadline", strerror(-rc));
+		return api_srv_error(c, MHD_HTTP_GATEWAY_TIMEOUT, "lease_deadline", strerror(-rc));
 	case -ESHUTDOWN:
 	case -EAGAIN:
 	case -EBUSY:
-		return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", strerror(-rc));
+		return api_srv_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", strerror(-rc));
 	default:
-		return reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-rc));
+		return api_srv_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(-rc));
 	}
 }
 
@@ -214,7 +197,7 @@ static enum MHD_Result reply_moved(struct MHD_Connection *c, const struct req *q
 			   "%s: %s/%s is stream %s here, the request names stream %llu",
 			   API_STREAM_MOVED, q->method, q->url, peer_of(c, peer, sizeof(peer)),
 			   q->r.bucket, q->r.stream, here, (unsigned long long)q->stream_id);
-	return reply_error(c, MHD_HTTP_NOT_FOUND, API_STREAM_MOVED, detail);
+	return api_srv_error(c, MHD_HTTP_NOT_FOUND, API_STREAM_MOVED, detail);
 }
 
 /* The stream of the request (a reference), or a reply already queued.
@@ -231,8 +214,9 @@ static struct nv_stream *stream_of(struct MHD_Connection *c, struct api_server *
 		return NULL;
 	}
 	if (rc) {
-		*ret = rc == -ENOENT ? refuse(c, q, MHD_HTTP_NOT_FOUND, "not_found", "no such stream")
-				     : reply_errno(c, srv, NULL, rc);
+		*ret = rc == -ENOENT ? api_srv_refuse(c, q, MHD_HTTP_NOT_FOUND, "not_found",
+						      "no such stream")
+				     : api_srv_errno(c, srv, NULL, rc);
 		return NULL;
 	}
 	if (q->stream_id && s->id != q->stream_id) {
@@ -255,12 +239,12 @@ static enum MHD_Result do_append(struct MHD_Connection *c, struct api_server *sr
 	int rc;
 
 	if (q->len == 0)
-		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request", "empty record");
+		return api_srv_refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request", "empty record");
 	rc = star_lead(srv->st, s, &h);
 	if (rc == -STAR_ENOTOWNER)
-		return reply_not_owner(c, &h);
+		return api_srv_not_owner(c, &h);
 	if (rc)
-		return reply_errno(c, srv, s, rc);
+		return api_srv_errno(c, srv, s, rc);
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
 	rc = star_append(srv->st, s, q->body, q->len, append_done, &w, &seq);
@@ -275,12 +259,12 @@ static enum MHD_Result do_append(struct MHD_Connection *c, struct api_server *sr
 	pthread_cond_destroy(&w.cond);
 	pthread_mutex_destroy(&w.lock);
 	if (rc)
-		return reply_errno(c, srv, s, rc);
+		return api_srv_errno(c, srv, s, rc);
 	snprintf(doc, sizeof(doc), "{\"seq\":%llu,\"end\":{\"seq\":%llu,\"byte\":%llu}}",
 		 (unsigned long long)seq,
 		 (unsigned long long)atomic_load_explicit(&s->acked_seq, memory_order_acquire),
 		 (unsigned long long)stream_acked_byte(s));
-	return reply_json(c, MHD_HTTP_OK, doc);
+	return api_srv_json(c, MHD_HTTP_OK, doc);
 }
 
 /* offset= and length= of a read: 0, or a reply queued. */
@@ -291,8 +275,8 @@ static int read_args(struct MHD_Connection *c, const struct req *q, uint64_t *of
 			  off) ||
 	    api_parse_u64(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "length"),
 			  API_READ_MAX, len)) {
-		*ret = refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
-			      "offset and length must be decimal numbers");
+		*ret = api_srv_refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+				      "offset and length must be decimal numbers");
 		return -EINVAL;
 	}
 	if (*len > API_READ_MAX)
@@ -344,24 +328,24 @@ static enum MHD_Result do_read(struct MHD_Connection *c, struct api_server *srv,
 	if ((off >= end || len > end - off) && star_lead_check(srv->st, s, &h) == -ENOENT) {
 		rc = star_view_refresh(srv->st, s, STAR_VIEW_READ);
 		if (rc < 0)
-			return reply_errno(c, srv, s, rc);
+			return api_srv_errno(c, srv, s, rc);
 		end = stream_acked_byte(s);
 	}
 	if (off > end)
-		return refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "past_end",
-			      "offset is past the acked end");
+		return api_srv_refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "past_end",
+				      "offset is past the acked end");
 	buf = malloc(len ? len : 1);
 	if (!buf)
-		return reply_errno(c, srv, s, -ENOMEM);
+		return api_srv_errno(c, srv, s, -ENOMEM);
 	rc = read_fill(srv, s, off, buf, (size_t)len, &done, &hot);
 	/* A hot page is served only while this star leads (server.h
 	 * invariant 3); cold pages need no lease. */
 	if (rc == 0 && hot && (rc = star_lead_check(srv->st, s, &h)) == -ENOENT)
 		rc = 0; /* vacant: its view here is committed, and a read takes no lease */
 	if (rc == -STAR_ENOTOWNER)
-		ret = reply_not_owner(c, &h);
+		ret = api_srv_not_owner(c, &h);
 	else if (rc)
-		ret = reply_errno(c, srv, s, rc);
+		ret = api_srv_errno(c, srv, s, rc);
 	else
 		ret = reply(c, MHD_HTTP_OK, "application/octet-stream", buf, done);
 	free(buf);
@@ -377,18 +361,18 @@ static enum MHD_Result do_end(struct MHD_Connection *c, struct api_server *srv,
 
 	/* The acked end is the leader's claim; a vacant stream's is its refs'. */
 	if (rc == 0 && strcmp(h.star, star_id(srv->st)))
-		return reply_not_owner(c, &h);
+		return api_srv_not_owner(c, &h);
 	if (rc && rc != -ENOENT)
-		return reply_errno(c, srv, s, rc);
+		return api_srv_errno(c, srv, s, rc);
 	if (rc == -ENOENT && (rc = star_view_refresh(srv->st, s, STAR_VIEW_READ)) < 0)
-		return reply_errno(c, srv, s, rc); /* vacant: its refs' end */
+		return api_srv_errno(c, srv, s, rc); /* vacant: its refs' end */
 	snprintf(doc, sizeof(doc), "{\"seq\":%llu,\"byte\":%llu,\"trim\":{\"seq\":%llu,"
 		 "\"byte\":%llu}}",
 		 (unsigned long long)atomic_load_explicit(&s->acked_seq, memory_order_acquire),
 		 (unsigned long long)stream_acked_byte(s),
 		 (unsigned long long)atomic_load(&s->trim_seq),
 		 (unsigned long long)atomic_load(&s->trim_byte));
-	return reply_json(c, MHD_HTTP_OK, doc);
+	return api_srv_json(c, MHD_HTTP_OK, doc);
 }
 
 /* Locate: ?seq=N or ?offset=O (exactly one) names a position; the
@@ -407,26 +391,26 @@ static enum MHD_Result do_locate(struct MHD_Connection *c, struct api_server *sr
 	int rc;
 
 	if (!vs == !vo || api_parse_u64(vs ? vs : vo, 0, &pos))
-		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
-			      "give one of seq= and offset=, a decimal number");
+		return api_srv_refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+				      "give one of seq= and offset=, a decimal number");
 	rc = star_locate_record(srv->st, s, vs != NULL, pos, &seq, &byte);
 	if (rc == -EINVAL) {
 		rc = star_lead(srv->st, s, &h);
 		if (rc == -STAR_ENOTOWNER)
-			return reply_not_owner(c, &h);
+			return api_srv_not_owner(c, &h);
 		if (rc)
-			return reply_errno(c, srv, s, rc);
-		return refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "past_end",
-			      "the position is past the acked end");
+			return api_srv_errno(c, srv, s, rc);
+		return api_srv_refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "past_end",
+				      "the position is past the acked end");
 	}
 	if (rc == -ERANGE) /* below a trim point this star learnt at the read */
-		return refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "trimmed",
-			      "the position is below the stream's trim point");
+		return api_srv_refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "trimmed",
+				      "the position is below the stream's trim point");
 	if (rc)
-		return reply_errno(c, srv, s, rc);
+		return api_srv_errno(c, srv, s, rc);
 	snprintf(doc, sizeof(doc), "{\"seq\":%llu,\"byte\":%llu}", (unsigned long long)seq,
 		 (unsigned long long)byte);
-	return reply_json(c, MHD_HTTP_OK, doc);
+	return api_srv_json(c, MHD_HTTP_OK, doc);
 }
 
 static enum MHD_Result do_subscribe(struct MHD_Connection *c, struct api_server *srv,
@@ -441,8 +425,8 @@ static enum MHD_Result do_subscribe(struct MHD_Connection *c, struct api_server 
 	if (api_parse_u64(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset"), 0,
 			  &off)) {
 		stream_put(s);
-		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
-			      "offset must be a decimal number");
+		return api_srv_refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+				      "offset must be a decimal number");
 	}
 	/* Never star_lead(): a subscriber (a Gateway, another mount's follow
 	 * view) must not make this star the leader.  Vacant: served from the
@@ -455,16 +439,16 @@ static enum MHD_Result do_subscribe(struct MHD_Connection *c, struct api_server 
 	else if (rc == 0 && off > stream_acked_byte(s))
 		rc = -ERANGE;
 	if (rc) {
-		ret = rc == -STAR_ENOTOWNER ? reply_not_owner(c, &h)
-		      : rc != -ERANGE ? reply_errno(c, srv, s, rc)
-			   : refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "past_end",
-				    "offset is past the acked end");
+		ret = rc == -STAR_ENOTOWNER ? api_srv_not_owner(c, &h)
+		      : rc != -ERANGE ? api_srv_errno(c, srv, s, rc)
+			   : api_srv_refuse(c, q, MHD_HTTP_RANGE_NOT_SATISFIABLE, "past_end",
+					    "offset is past the acked end");
 		stream_put(s);
 		return ret;
 	}
 	resp = api_subscribe_response(srv->subs, s, off); /* takes s */
 	if (!resp)
-		return reply_errno(c, srv, NULL, -ENOMEM);
+		return api_srv_errno(c, srv, NULL, -ENOMEM);
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-novafs-frames");
 	ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);
@@ -487,16 +471,16 @@ static enum MHD_Result do_plan(struct MHD_Connection *c, struct api_server *srv,
 				 MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset"),
 				 MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "max"), &pq,
 				 &why))
-		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request", why);
+		return api_srv_refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request", why);
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return reply_errno(c, srv, s, -ENOMEM);
+		return api_srv_errno(c, srv, s, -ENOMEM);
 	rc = star_plan(srv->st, s, pq.by, pq.pos, pq.max, p);
 	doc = rc ? NULL : api_plan_format(p);
 	if (rc)
-		ret = reply_errno(c, srv, NULL, rc);
+		ret = api_srv_errno(c, srv, NULL, rc);
 	else if (!doc)
-		ret = reply_errno(c, srv, NULL, -ENOMEM);
+		ret = api_srv_errno(c, srv, NULL, -ENOMEM);
 	else
 		ret = reply(c, MHD_HTTP_OK, "application/json", doc, strlen(doc));
 	free(doc);
@@ -513,12 +497,12 @@ static enum MHD_Result do_nudge(struct MHD_Connection *c, struct api_server *srv
 	char star[META_STAR_MAX + 1];
 
 	if (api_parse_star_doc(q->body, q->len, "star", star, sizeof(star)))
-		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
-			      "the body must be one JSON object naming a star id");
+		return api_srv_refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+				      "the body must be one JSON object naming a star id");
 	nv_log(NV_INFO, NV_SUB_API, "star API: nudged by star %s: re-checking leases and "
 	       "settle markers now", star);
 	handoff_nudge(srv->st);
-	return reply_json(c, MHD_HTTP_OK, "{\"nudged\":true}");
+	return api_srv_json(c, MHD_HTTP_OK, "{\"nudged\":true}");
 }
 
 /* Handoff: {"to":"STAR"} moves s's writer lease there after the release
@@ -533,8 +517,8 @@ static enum MHD_Result do_handoff(struct MHD_Connection *c, struct api_server *s
 
 	if (api_parse_star_doc(q->body, q->len, "to", star, sizeof(star))) {
 		stream_put(s);
-		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
-			      "the body must be one JSON object naming a star id");
+		return api_srv_refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
+				      "the body must be one JSON object naming a star id");
 	}
 	rc = star_release(srv->st, s, star, &h);
 	stream_put(s);
@@ -542,81 +526,21 @@ static enum MHD_Result do_handoff(struct MHD_Connection *c, struct api_server *s
 	case 0:
 		snprintf(doc, sizeof(doc), "{\"leader\":\"%s\",\"epoch\":%llu}", h.star,
 			 (unsigned long long)h.epoch);
-		return reply_json(c, MHD_HTTP_OK, doc);
+		return api_srv_json(c, MHD_HTTP_OK, doc);
 	case -STAR_ENOTOWNER:
-		return reply_not_owner(c, &h);
+		return api_srv_not_owner(c, &h);
 	case -ENOENT:
-		return reply_error(c, MHD_HTTP_NOT_FOUND, "no_such_star", "no such star is registered");
+		return api_srv_error(c, MHD_HTTP_NOT_FOUND, "no_such_star",
+				     "no such star is registered");
 	case -EOPNOTSUPP:
-		return reply_error(c, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented",
-				   "this star has no star registry");
+		return api_srv_error(c, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented",
+				     "this star has no star registry");
 	case -EHOSTDOWN:
-		return reply_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "star_down",
-				   "the star is closing or its registry lease went");
+		return api_srv_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "star_down",
+				     "the star is closing or its registry lease went");
 	default:
-		return reply_errno(c, srv, NULL, rc);
+		return api_srv_errno(c, srv, NULL, rc);
 	}
-}
-
-/* Delete (another star's unlink(2), sent here because this star leads
- * the stream: the tombstone is ordered after every append acked here,
- * and every later one fails with ENOENT): a stream this star leads, or a
- * vacant one, is deleted; 421 with the holder when another star leads
- * it.  200 {"deleted":true}. */
-static enum MHD_Result do_delete(struct MHD_Connection *c, struct api_server *srv,
-				 struct nv_stream *s)
-{
-	struct lease_holder h;
-	int rc = star_lead_check(srv->st, s, &h);
-
-	if (rc == -STAR_ENOTOWNER)
-		return reply_not_owner(c, &h);
-	if (rc == 0 || rc == -ENOENT)
-		rc = star_stream_delete(srv->st, s);
-	if (rc)
-		return reply_errno(c, srv, s, rc);
-	return reply_json(c, MHD_HTTP_OK, "{\"deleted\":true}");
-}
-
-/* Trim (another mount's setfattr user.nova.trim or head hole punch, sent
- * here because this star leads the stream: its memory, tail and page
- * cache learn the trim as from one on its own mount): ?seq=N
- * (star_stream_trim_seq()) or ?offset=B (star_stream_trim_bytes()),
- * exactly one (400 otherwise); a stream this star leads, or a vacant
- * one (its view first raised to the row's), is trimmed here; 421 with
- * the holder when another star leads it; 400 for a seq below the trim
- * point or past the acked end.  200 {"trim":{"seq":T,"byte":U}}, the
- * trim point now. */
-static enum MHD_Result do_trim(struct MHD_Connection *c, struct api_server *srv,
-			       struct req *q, struct nv_stream *s)
-{
-	const char *vs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seq");
-	const char *vo = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
-	struct lease_holder h;
-	char doc[API_LINE_MAX];
-	uint64_t pos;
-	int rc;
-
-	if (!vs == !vo || api_parse_u64(vs ? vs : vo, 0, &pos))
-		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
-			      "give one of seq= and offset=, a decimal number");
-	rc = star_lead_check(srv->st, s, &h);
-	if (rc == -STAR_ENOTOWNER)
-		return reply_not_owner(c, &h);
-	if (rc == -ENOENT) /* vacant: trim the committed state, not a stale view */
-		rc = star_view_refresh(srv->st, s, STAR_VIEW_READ) < 0 ? -EAGAIN : 0;
-	if (rc == 0)
-		rc = vs ? star_stream_trim_seq(srv->st, s, pos, NULL)
-			: star_stream_trim_bytes(srv->st, s, pos, NULL);
-	if (rc == -EINVAL)
-		return refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
-			      "never backwards: the seq is below the trim point, or past the end");
-	if (rc)
-		return reply_errno(c, srv, s, rc);
-	snprintf(doc, sizeof(doc), "{\"trim\":{\"seq\":%llu,\"byte\":%llu}}",
-		 (unsigned long long)atomic_load(&s->trim_seq),
-		 (unsigned long long)atomic_load(&s->trim_byte));
-	return reply_json(c, MHD_HTTP_OK, doc);
 }
 
 static enum MHD_Result dispatch(struct MHD_Connection *c, struct api_server *srv, struct req *q)
@@ -650,9 +574,11 @@ static enum MHD_Result dispatch(struct MHD_Connection *c, struct api_server *srv
 	else if (q->r.ep == API_EP_LOCATE)
 		ret = do_locate(c, srv, q, s);
 	else if (q->r.ep == API_EP_DELETE)
-		ret = do_delete(c, srv, s);
+		ret = api_change_delete(c, srv, s);
 	else if (q->r.ep == API_EP_TRIM)
-		ret = do_trim(c, srv, q, s);
+		ret = api_change_trim(c, srv, q, s);
+	else if (q->r.ep == API_EP_RENAME)
+		ret = api_change_rename(c, srv, q, s);
 	else
 		ret = do_end(c, srv, s);
 	stream_put(s);
@@ -684,26 +610,27 @@ static int first_call(struct MHD_Connection *c, struct api_server *srv, const ch
 		nv_log_ratelimited(&rl_auth, NV_WARN, NV_SUB_API,
 				   "star API: 401 for %s %.200s from %s: missing or wrong credential",
 				   method, url, peer_of(c, peer, sizeof(peer)));
-		*ret = reply_error(c, MHD_HTTP_UNAUTHORIZED, "unauthorized",
-				   "a valid cluster credential is required");
+		*ret = api_srv_error(c, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+				     "a valid cluster credential is required");
 		return -EACCES;
 	}
 	if (api_route_parse(method, url, &q->r)) {
-		*ret = refuse(c, q, (unsigned)q->r.status, q->r.status == 405 ? "bad_method"
-				   : q->r.status == 404 ? "not_found" : "bad_request", q->r.why);
+		*ret = api_srv_refuse(c, q, (unsigned)q->r.status,
+				      q->r.status == 405 ? "bad_method"
+				      : q->r.status == 404 ? "not_found" : "bad_request", q->r.why);
 		return -EINVAL;
 	}
 	if (q->r.stream[0] &&
 	    api_parse_stream_id(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							    API_STREAM_ID_HEADER),
 				&q->stream_id)) {
-		*ret = refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request",
-			      API_STREAM_ID_HEADER " must be a stream id, a positive decimal number");
+		*ret = api_srv_refuse(c, q, MHD_HTTP_BAD_REQUEST, "bad_request", API_STREAM_ID_HEADER
+				      " must be a stream id, a positive decimal number");
 		return -EINVAL;
 	}
 	if (cl && (api_parse_u64(cl, 0, &declared) || declared > srv->max_body)) {
-		*ret = refuse(c, q, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
-			      "the body is larger than the record limit (max_write_kib)");
+		*ret = api_srv_refuse(c, q, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+				      "the body is larger than the record limit (max_write_kib)");
 		return -EFBIG;
 	}
 	return 0;
@@ -751,8 +678,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_YES;
 	}
 	if (q->too_big)
-		return refuse(c, q, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
-			      "the body is larger than the record limit (max_write_kib)");
+		return api_srv_refuse(c, q, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+				      "the body is larger than the record limit (max_write_kib)");
 	return dispatch(c, srv, q);
 }
 

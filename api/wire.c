@@ -33,6 +33,7 @@ static const struct {
 	{ "handoff", "POST", API_EP_HANDOFF },
 	{ "delete", "POST", API_EP_DELETE },
 	{ "trim", "POST", API_EP_TRIM },
+	{ "rename", "POST", API_EP_RENAME },
 	{ "plan", "GET", API_EP_PLAN },
 };
 
@@ -365,4 +366,15 @@ int api_fmt_path(enum api_endpoint ep, const char *bucket, const char *stream, c
 		return -ENOSPC;
 	n = snprintf(buf + pos, len - pos, "/%s", tail);
 	return n < 0 || (size_t)n >= len - pos ? -ENOSPC : 0;
+}
+
+int api_fmt_query(const char *key, const char *value, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "?%s=", key);
+	size_t pos;
+
+	if (n < 0 || (size_t)n >= len)
+		return -ENOSPC;
+	pos = (size_t)n;
+	return put_escaped(value, buf, len, &pos);
 }

@@ -18,6 +18,8 @@
  *   POST /v1/streams/BUCKET/STREAM/handoff             {"to":"STAR"}
  *   POST /v1/streams/BUCKET/STREAM/delete              unlink(2) at the holder
  *   POST /v1/streams/BUCKET/STREAM/trim?seq=|offset=   a trim at the holder
+ *   POST /v1/streams/BUCKET/STREAM/rename?from=NAME    rename(2) of NAME over
+ *                                                      STREAM, at STREAM's holder
  *   GET  /v1/streams/BUCKET/STREAM/plan?seq=|offset=&max=  ReadPlan (api/plan.h)
  *   POST /v1/nudge                                     {"star":"STAR"}
  *   GET  /metrics                                      Prometheus text
@@ -76,6 +78,7 @@ enum api_endpoint {
 	API_EP_PLAN,      /* GET .../plan (api/plan.h) */
 	API_EP_DELETE,    /* POST .../delete */
 	API_EP_TRIM,      /* POST .../trim */
+	API_EP_RENAME,    /* POST .../rename?from= */
 };
 
 /* A routed request. */
@@ -138,6 +141,16 @@ int api_parse_not_owner(const char *doc, size_t len, struct lease_holder *h)
  * (every byte outside [A-Za-z0-9._~-]).  0 or -ENOSPC/-EINVAL. */
 int api_fmt_path(enum api_endpoint ep, const char *bucket, const char *stream, char *buf,
 		 size_t len) __attribute__((warn_unused_result));
+
+/* The longest query api_fmt_query() writes for a stream name: "?",
+ * a key of at most 8 bytes, "=", the name escaped, the NUL. */
+#define API_NAME_QUERY_MAX (11 + 3 * NV_STREAM_NAME_MAX)
+
+/* "?key=value" into buf, value (borrowed) percent-encoded as
+ * api_fmt_path() encodes a name; key (borrowed) is written as it is.
+ * 0 or -ENOSPC. */
+int api_fmt_query(const char *key, const char *value, char *buf, size_t len)
+	__attribute__((warn_unused_result));
 
 /* A handoff or nudge body (borrowed, len bytes): one JSON object whose
  * member key is a star id (1-32 of [a-z0-9-]) into star (cap bytes).

@@ -905,6 +905,18 @@ int star_lease_hot_read(struct star *st, struct nv_stream *s)
 	return rc == -ENOENT ? 0 : rc;
 }
 
+int star_lease_fence(struct star *st, struct nv_stream *s, uint64_t *ver)
+{
+	int rc = star_lead_check(st, s, NULL);
+
+	*ver = 0;
+	if (rc == -ENOENT)
+		return 0; /* vacant: the row must stay absent */
+	if (rc == 0 && st->reg)
+		*ver = atomic_load(&s->lease_ver); /* ready and ours (star_lead_check()) */
+	return rc;
+}
+
 uint64_t star_lease_settle_ver(void *arg, uint64_t stream, const struct meta_chain *c)
 {
 	struct star *st = arg;

@@ -674,23 +674,26 @@ int star_stream_set_owner(struct star *st, struct nv_stream *s, const struct met
 }
 
 int star_stream_rename(struct star *st, const char *bucket, const char *from, const char *to,
-		       bool noreplace)
+		       bool noreplace, struct nv_stream *dst)
 {
-	uint64_t replaced = 0;
+	uint64_t replaced = 0, tver = 0;
 	struct nv_stream *old;
 	int rc = nv_stream_name_check(to);
 
 	if (!rc)
 		rc = star_gate_wait(st, NULL);
+	if (!rc && dst && !noreplace)
+		rc = star_lease_fence(st, dst, &tver); /* led elsewhere: ask its leader */
 	if (!rc)
-		rc = meta_stream_rename(st->kv, bucket, from, to, noreplace, nv_now_wall_ns(),
+		rc = meta_stream_rename(st->kv, bucket, from, to, noreplace,
+					noreplace || !dst ? 0 : dst->id, tver, nv_now_wall_ns(),
 					&replaced);
 	if (rc)
 		return rc;
 	nv_log(NV_DEBUG, NV_SUB_MAIN, "stream %s/%s renamed to %s", bucket, from, to);
 	old = replaced ? stream_table_find(st->streams, replaced) : NULL;
 	if (old) { /* the replaced stream is deleted (its row is a tombstone) */
-		mark_deleted(st, old);
+		mark_deleted(st, old); /* its appends here fail from now on */
 		stream_put(old);
 	}
 	if (replaced)

@@ -169,10 +169,18 @@ int star_stream_set_owner(struct star *st, struct nv_stream *s, const struct met
 	__attribute__((warn_unused_result));
 /* Rename a stream within its bucket (meta_stream_rename(): a stream
  * named `to` is replaced and deleted unless noreplace, -EEXIST then).
- * The stream keeps its id and bytes; open handles keep working.  0,
- * -ENOENT, -EEXIST, -EINVAL/-ENAMETOOLONG (name), kv error. */
+ * The stream keeps its id and bytes; open handles keep working.  dst
+ * (borrowed; NULL: none) is the stream the caller found under `to`: it
+ * is replaced only while it is still there and this star leads it or it
+ * is vacant, in the rename's one transaction (meta/streams.h invariant
+ * 6); it is marked deleted here at once, so its appends here fail with
+ * -ENOENT.  0, -ENOENT (no stream `from`), -EEXIST, -EINVAL/
+ * -ENAMETOOLONG (name), -STAR_ENOTOWNER (another live star leads dst:
+ * ask it, engine/lease.h), -ESTALE (`to` is not dst any more, or dst's
+ * lease moved meanwhile: look again), -ETIMEDOUT (past this star's
+ * lease deadline), kv error; nothing renamed on any error. */
 int star_stream_rename(struct star *st, const char *bucket, const char *from, const char *to,
-		       bool noreplace) __attribute__((warn_unused_result));
+		       bool noreplace, struct nv_stream *dst) __attribute__((warn_unused_result));
 /* s's name now (its row's: s->name is the name at load, which a rename
  * by any star changes) into name (size bytes).  0, -ENOENT (deleted),
  * kv error.  One metastore read. */

@@ -105,6 +105,13 @@ int star_lease_admit(struct star *st, struct nv_stream *s) __attribute__((warn_u
  * leads, or the stream is vacant), -STAR_ENOTOWNER, -ETIMEDOUT, -errno. */
 int star_lease_hot_read(struct star *st, struct nv_stream *s)
 	__attribute__((warn_unused_result));
+/* The fence of a change that replaces s (a rename over it,
+ * meta_stream_rename()): 0 and *ver, the version of s's lease row as
+ * this star holds it (0 without a registry), when this star leads s; 0
+ * and *ver 0 when s is vacant; -STAR_ENOTOWNER when another live star
+ * leads it; -ETIMEDOUT, -errno as star_lead_check().  Never takes s. */
+int star_lease_fence(struct star *st, struct nv_stream *s, uint64_t *ver)
+	__attribute__((warn_unused_result));
 
 /* Implemented in engine/handoff.c (handoff.h says what the thread does),
  * for engine/star.c and engine/lease.c. */

@@ -4,8 +4,8 @@
  * For: finding the holder (star_leader(), star_lead_check()) and calling
  * the cluster client, the errno translation of remote.h invariant 2, the
  * holder's view of a stream led elsewhere (invariant 3), an unlink
- * at the holder (invariant 4), also of a stream a rename replaces, and a
- * trim at the holder (invariant 7).  Not for: HTTP
+ * at the holder (invariant 4), a rename over a stream at its holder
+ * (invariant 8) and a trim at the holder (invariant 7).  Not for: HTTP
  * (api/client.c) or the redial rule (api/client.h invariants 1-2).
  *
  * Every call names s by its id too (api/client.h invariant 5), so the
@@ -276,60 +276,74 @@ int fs_remote_trim(struct nova_fs *fs, struct nv_stream *s, bool by_seq, uint64_
 	return rc == -EHOSTUNREACH ? unreachable(s, &h, "trim") : remote_errno(s, &h, "trim", rc);
 }
 
-/* The stream `to` that a rename over it replaces (dst, led by h->star):
- * deleted at its leader, as an unlink is (invariant 4), by its id too:
- * when `to` names another stream there by now (dst itself renamed away
- * meanwhile), nothing is deleted there, and the rename is not done
- * (-EAGAIN; dst, wherever it is, is not the target any more).  0 when the
- * rename may go on, or the errno for the user (nothing renamed). */
-static int replace_at(struct nova_fs *fs, struct nv_stream *dst, const struct lease_holder *h,
-		      const char *from, const char *to)
+/* The rename of bucket/from over dst (the stream under `to`), which
+ * another star leads (h): done there, in one transaction under its lease
+ * (invariant 8).  0 (renamed; dst is marked deleted here too), -ESTALE
+ * (`to` is not dst there any more, or dst's lease moved: nothing
+ * changed, look again), or the errno for the user (nothing renamed:
+ * -ENOENT no stream `from`, -EHOSTUNREACH h cannot be asked, logged). */
+static int rename_at(struct nova_fs *fs, struct nv_stream *dst, const struct lease_holder *h,
+		     const char *from, const char *to)
 {
-	char now[NV_STREAM_NAME_MAX + 1];
-	int rc = api_client_delete(fs->client, h, dst->bucket, to, dst->id); /* dst->name: at load */
+	int rc = api_client_rename(fs->client, h, dst->bucket, to, dst->id, from);
 
-	if (rc == -ESTALE) /* deleted meanwhile (-ENOENT, marked here), or moved */
-		rc = fs_remote_name_now(fs->star, dst, h->star, to, rc, now, sizeof(now)) == -ENOENT
-		     ? -ENOENT : -ESTALE;
-	if (rc == 0 || rc == -ENOENT) {
-		(void)star_stream_gone(fs->star, dst, h->star); /* -ENOENT: marked here */
-		nv_log(NV_INFO, NV_SUB_FS, "rename of %s/%s over %s: %s (%llu) deleted at its "
-		       "leader %s", dst->bucket, from, to, to, (unsigned long long)dst->id,
-		       h->star);
+	if (rc == 0) {
+		(void)star_stream_gone(fs->star, dst, h->star); /* marked here too */
+		nv_log(NV_INFO, NV_SUB_FS, "rename of %s/%s over %s done by its leader %s: %s "
+		       "(%llu) deleted", dst->bucket, from, to, h->star, to,
+		       (unsigned long long)dst->id);
 		return 0;
 	}
+	if (rc == -ESTALE || rc == -ENOENT)
+		return rc;
 	return rc == -EHOSTUNREACH ? unreachable(dst, h, "rename over")
-				   : remote_errno(dst, h, "delete (replaced by a rename)", rc);
+				   : remote_errno(dst, h, "rename over", rc);
+}
+
+/* One try of a rename over whatever is under `to` now: here when it is
+ * ours, vacant or absent, at its leader otherwise.  0, -ESTALE (what was
+ * under `to`, or its lease, changed as the rename committed: nothing
+ * changed), or the errno for the user. */
+static int rename_try(struct nova_fs *fs, const char *bucket, const char *from, const char *to)
+{
+	struct nv_stream *dst;
+	struct lease_holder h;
+	int rc = star_stream_lookup(fs->star, bucket, to, &dst);
+
+	if (rc == -ENOENT) /* nothing to replace (or a name the rename refuses) */
+		return star_stream_rename(fs->star, bucket, from, to, false, NULL);
+	if (rc)
+		return rc; /* the metastore cannot say: nothing renamed */
+	rc = changer(fs, dst, &h, "rename over");
+	if (rc == -ENOENT) { /* ours or vacant: replaced here, under that lease */
+		rc = star_stream_rename(fs->star, bucket, from, to, false, dst);
+		if (rc == -STAR_ENOTOWNER)
+			rc = -ESTALE; /* taken by another star meanwhile: look again */
+	} else if (rc == 0) {
+		rc = rename_at(fs, dst, &h, from, to);
+	}
+	stream_put(dst);
+	return rc;
 }
 
 int fs_remote_rename(struct nova_fs *fs, const char *bucket, const char *from, const char *to,
 		     bool noreplace)
 {
-	struct nv_stream *dst, *src;
-	struct lease_holder h;
 	int rc;
 
 	if (noreplace || !strcmp(from, to))
-		return star_stream_rename(fs->star, bucket, from, to, noreplace);
-	rc = star_stream_lookup(fs->star, bucket, to, &dst);
-	if (rc == -ENOENT) /* nothing to replace (or a name the rename refuses) */
-		return star_stream_rename(fs->star, bucket, from, to, false);
-	if (rc)
-		return rc; /* the metastore cannot say: nothing renamed */
-	rc = changer(fs, dst, &h, "rename over");
-	if (rc == -ENOENT) {
-		stream_put(dst); /* ours or vacant: replaced (deleted) here */
-		return star_stream_rename(fs->star, bucket, from, to, false);
+		return star_stream_rename(fs->star, bucket, from, to, noreplace, NULL);
+	rc = rename_try(fs, bucket, from, to);
+	if (rc == -ESTALE) /* once more, on what is there now */
+		rc = rename_try(fs, bucket, from, to);
+	if (rc == -ESTALE) {
+		nv_log_ratelimited(&rl_remote, NV_WARN, NV_SUB_FS, "rename of %s/%s over %s: "
+				   "the stream under %s, or its lease, moved twice as it was "
+				   "renamed: refused (EAGAIN), nothing changed", bucket, from, to,
+				   to);
+		rc = -EAGAIN;
 	}
-	/* Nothing is deleted for a source that is not there (mv nosuch b). */
-	if (!rc)
-		rc = star_stream_lookup(fs->star, bucket, from, &src);
-	if (!rc) {
-		stream_put(src);
-		rc = replace_at(fs, dst, &h, from, to);
-	}
-	stream_put(dst);
-	return rc ? rc : star_stream_rename(fs->star, bucket, from, to, false);
+	return rc;
 }
 
 uint64_t fs_remote_size(struct nova_fs *fs, struct nv_stream *s, uint64_t local)

@@ -52,10 +52,7 @@
  *     (logged) for as long as the holder's lease stands: deleting it
  *     here would let the holder go on acking appends to a stream whose
  *     unlink returned.  Once the lease has gone the stream is vacant and
- *     is deleted here.  So is a stream that a rename over it replaces
- *     (fs_remote_rename(): the holder deletes it first, then the rename
- *     is done here, so the new name is briefly absent; the rename's
- *     source is only a row change, its leader keeps leading it by id).
+ *     is deleted here.
  *  5. On a vacant stream (no holder) getattr's st_size
  *     (fs_remote_size()) first raises the local view to the refs' end
  *     (star_view_refresh(): its row and last ref; the page holding the old
@@ -75,6 +72,19 @@
  *     When nothing could be sent it fails with EHOSTUNREACH, nothing
  *     trimmed, as an unlink (invariant 4); a vacant stream is trimmed
  *     here.
+ *  8. A rename over a stream another star leads (fs_remote_rename()) is
+ *     done by that holder, whole: it swaps the names and tombstones the
+ *     target in one metastore transaction under its lease (api/change.h
+ *     invariant 3), so the target's name never reads ENOENT, the
+ *     holder refuses appends to the old target from then on, and a
+ *     failed rename (no source, say) changes nothing.  The rename's
+ *     source is only a row change: its leader keeps leading it by id.
+ *     A rename done here (the target ours, vacant or absent) compares
+ *     the target's lease row as it was seen (meta/streams.h invariant
+ *     6), so a star that takes it meanwhile, or a stream created under
+ *     the name meanwhile, makes the rename look again (once; then
+ *     EAGAIN, nothing changed).  When the holder cannot be asked:
+ *     EHOSTUNREACH, nothing changed, as an unlink (invariant 4).
  */
 #ifndef NOVAFS_FS_REMOTE_H
 #define NOVAFS_FS_REMOTE_H
@@ -135,11 +145,12 @@ int fs_remote_unlink(struct nova_fs *fs, struct nv_stream *s) __attribute__((war
 int fs_remote_trim(struct nova_fs *fs, struct nv_stream *s, bool by_seq, uint64_t pos,
 		   uint64_t *old_byte) __attribute__((warn_unused_result));
 
-/* rename(2) of bucket/from to `to` (star_stream_rename()); a stream `to`
- * that it replaces and another star leads is first deleted there
- * (invariant 4).  0, or -errno: star_stream_rename()'s, the metastore's
- * when it cannot say whether `to` exists, or when that delete failed
- * (nothing renamed, logged) the errno of invariant 2. */
+/* rename(2) of bucket/from to `to` (star_stream_rename()); over a
+ * stream `to` that another star leads, done by that star (invariant 8).
+ * 0, or -errno, nothing renamed: star_stream_rename()'s, the
+ * metastore's when it cannot say whether `to` exists, -EAGAIN (what is
+ * under `to` moved twice as it was renamed), or when the holder was
+ * asked the errno of invariant 2 (-ENOENT: no stream `from`). */
 int fs_remote_rename(struct nova_fs *fs, const char *bucket, const char *from, const char *to,
 		     bool noreplace) __attribute__((warn_unused_result));
 

@@ -362,6 +362,8 @@ struct rename_arg {
 	const char *bucket, *from, *to;
 	bool noreplace;
 	uint64_t now_ns;
+	uint64_t expect_tid; /* the stream the caller found under `to`, 0: none */
+	uint64_t tlease_ver; /* its lease row's version the caller holds, 0: vacant */
 	uint64_t replaced; /* the id of the stream `to` replaced, 0: none */
 };
 
@@ -382,8 +384,10 @@ static int txn_put_stream(struct kv_txn *t, struct meta_rowbufs *b, const struct
 }
 
 /* Tombstone the live stream `to` (id tid) that a rename replaces, as
- * stream_update_build() does for a delete; its name row is rewritten by
- * the caller. */
+ * stream_update_build() does for a delete, under a compare of its lease
+ * row at a->tlease_ver (0: absent), so a star that took or moved the
+ * lease since the caller looked fails the commit (the header's
+ * meta_stream_rename()); its name row is rewritten by the caller. */
 static int rename_drop_target(struct rename_arg *a, struct kv *kv, struct kv_txn *t,
 			      uint64_t tid)
 {
@@ -400,6 +404,12 @@ static int rename_drop_target(struct rename_arg *a, struct kv *kv, struct kv_txn
 		rc = key_reclaim_stream(&b->k3, tid);
 	if (!rc)
 		rc = kv_txn_put(t, b->k3.ptr, b->k3.len, "", 0);
+	/* The lease fence (meta/leases.h invariant 3), with the key's one
+	 * builder: meta/leases.c includes this module, so not its helper. */
+	if (!rc)
+		rc = key_lease(&b->k3, tid);
+	if (!rc)
+		rc = kv_txn_cmp_ver(t, b->k3.ptr, b->k3.len, a->tlease_ver);
 	a->replaced = tid;
 	return rc;
 }
@@ -424,6 +434,10 @@ static int rename_build(void *arg, struct kv *kv, struct kv_txn *t)
 	rc = name_row_read(kv, a->bucket, a->to, &tid, &tver);
 	if (rc == 0 && a->noreplace)
 		return -EEXIST;
+	if (rc == -ENOENT)
+		tid = 0;
+	if ((rc == 0 || rc == -ENOENT) && !a->noreplace && tid != a->expect_tid)
+		return -ESTALE; /* not the target the caller resolved */
 	if (rc == 0)
 		rc = rename_drop_target(a, kv, t, tid);
 	else if (rc == -ENOENT)
@@ -448,15 +462,39 @@ static int rename_build(void *arg, struct kv *kv, struct kv_txn *t)
 	return rc ? rc : txn_put_stream(t, b, &s, sver);
 }
 
+/* Lost the race: to a star that took or moved the target's lease since
+ * the caller looked (-ESTALE: building again would compare the same
+ * stale version), or retry. */
+static int rename_cancelled(void *arg, struct kv *kv)
+{
+	struct rename_arg *a = arg;
+	uint64_t ver = 0;
+	int rc;
+
+	if (!a->replaced)
+		return -ECANCELED;
+	rc = key_lease(&a->b.k3, a->replaced);
+	if (!rc)
+		rc = kv_get(kv, a->b.k3.ptr, a->b.k3.len, &a->b.v3, &ver);
+	if (rc == -ENOENT) /* vacant: no row, version 0 */
+		return a->tlease_ver ? -ESTALE : -ECANCELED;
+	if (rc)
+		return rc;
+	return ver != a->tlease_ver ? -ESTALE : -ECANCELED;
+}
+
 int meta_stream_rename(struct kv *kv, const char *bucket, const char *from, const char *to,
-		       bool noreplace, uint64_t now_ns, uint64_t *replaced)
+		       bool noreplace, uint64_t expect_tid, uint64_t tlease_ver, uint64_t now_ns,
+		       uint64_t *replaced)
 {
 	static const struct kv_cas how = {
 		.build = rename_build,
+		.cancelled = rename_cancelled,
 		.attempts = META_CAS_RETRIES,
 	};
 	struct rename_arg a = { .bucket = bucket, .from = from, .to = to,
-				.noreplace = noreplace, .now_ns = now_ns };
+				.noreplace = noreplace, .expect_tid = expect_tid,
+				.tlease_ver = tlease_ver, .now_ns = now_ns };
 	struct meta_stream tmp;
 	int rc;
 

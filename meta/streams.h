@@ -25,6 +25,12 @@
  *  4. trim_seq never decreases (meta_stream_set_trim compares).
  *  5. Deleting or trimming a stream queues it for reclamation (a
  *     ("rcl", id) row in the same transaction; engine/trim.c).
+ *  6. A rename that replaces a stream tombstones exactly the stream its
+ *     caller resolved, under the lease the caller holds on it (or while
+ *     it stays vacant): the target's name row, stream row and lease row
+ *     are compared in the one transaction that swaps the names, so the
+ *     new name is never absent and no other star is left acking appends
+ *     to a stream whose replacement committed.
  */
 #ifndef NOVAFS_META_STREAMS_H
 #define NOVAFS_META_STREAMS_H
@@ -80,11 +86,18 @@ int meta_stream_set_owner(struct kv *kv, uint64_t id, const struct meta_owner *o
  * transaction.  A live stream already named `to` is replaced: it is
  * tombstoned as by meta_stream_delete() in the same transaction (its id
  * in *replaced, 0 when none; may be NULL), unless noreplace (-EEXIST).
- * 0, -ENOENT (no stream `from`), -EEXIST, kv error.  from == to is 0.
+ * Unless noreplace, the caller names what it found under `to` and may
+ * replace: expect_tid, that stream's id (0: none), and tlease_ver, the
+ * version of its lease row (meta/leases.h) as the caller holds it (0:
+ * vacant, no row).  The transaction compares both (invariant 6), so a
+ * stream created under `to` since, or a lease taken or moved since, is
+ * never tombstoned: -ESTALE, nothing changed (look again).
+ * 0, -ENOENT (no stream `from`), -EEXIST, -ESTALE, kv error.  from == to
+ * is 0.
  */
 int meta_stream_rename(struct kv *kv, const char *bucket, const char *from, const char *to,
-		       bool noreplace, uint64_t now_ns, uint64_t *replaced)
-	__attribute__((warn_unused_result));
+		       bool noreplace, uint64_t expect_tid, uint64_t tlease_ver, uint64_t now_ns,
+		       uint64_t *replaced) __attribute__((warn_unused_result));
 /* Raise the trim watermark.  0; -ERANGE when seq is below the current
  * one (never backwards); -ENOENT; kv error.  Equal is a no-op. */
 int meta_stream_set_trim(struct kv *kv, uint64_t id, uint64_t seq, uint64_t byte)

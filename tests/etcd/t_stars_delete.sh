@@ -16,9 +16,10 @@
 #      does not list it.
 # And a rename on B over a stream A leads (`mv src over-a`, both in b/;
 # man/novafs.8, Everyday tools: the stream of the new name is replaced,
-# i.e. deleted) is that stream's delete at A: A's open write descriptor
-# of over-a gets ENOENT like the rm'd ones (1-2 above), and within
-# entry_timeout over-a on A reads src's bytes.  And the source of a
+# i.e. deleted) is done at A, which deletes over-a in the same
+# transaction: A's open write descriptor of over-a gets ENOENT like the
+# rm'd ones (1-2 above), and within entry_timeout over-a on A reads src's
+# bytes.  And the source of a
 # rename keeps working where it is led: a stream A leads, renamed on B
 # (`mv mv-a moved-a`), still takes writes on A's open descriptor (as on
 # one star: open handles keep working), and moved-a on B shows them
@@ -34,6 +35,11 @@
 # X-Nova-Stream-Id; A answers stream_moved under the old name and B asks
 # again under the name now, fs/remote.h invariant 2).  Checked with cat
 # of both streams on both mounts.
+# And an mv on A over a stream B leads, five times (issue 15: done whole
+# at B): a stat poller on B never sees the target ENOENT while they run;
+# the target reads the renamed bytes on both mounts; B refuses appends
+# through a descriptor of the stream an mv replaced; and an mv whose
+# source B removed first fails with ENOENT, the target intact.
 # Set-up and cleanup: tests/etcd/stars_lib.sh.
 set -euo pipefail
 # shellcheck source=tests/integration/lib.sh
@@ -206,3 +212,85 @@ r 1
 r 2"
 done
 say "ok: B's descriptor of b/reuse, renamed to b/reused on A and its name reused there, appended to b/reused alone"
+
+# An mv on A over a stream B leads (issue 15: the rename is done whole
+# at B, one metastore transaction under B's lease).  The target tgt
+# (led by B) is replaced five times, each time by a stream src-N that B
+# leads, with `mv` on A, while a poller on B (entry_timeout=0: every
+# stat is a lookup at B's daemon, from the metastore) stats b/tgt in a
+# loop: it must never read ENOENT (the old delete-then-rename left the
+# name absent in between).  After each mv b/tgt reads src-N's bytes on
+# both mounts and B leads it; B's write descriptor of the first tgt,
+# opened before, gets ENOENT (B refuses appends to the stream it
+# replaced); a new append through the name goes to the renamed stream.
+[ "$(append "$MB/b/tgt" "t 0
+")" = OK ] || fail "append to b/tgt on B"
+nv_await 10 "A sees b/tgt" test -e "$MA/b/tgt"
+[[ $(leader "$MA/b/tgt") == "sb "* ]] || fail "B should lead b/tgt: $(leader "$MA/b/tgt")"
+exec 4>>"$MB/b/tgt"
+printf 't 1\n' >&4 2> "$NV_TMP/fd4.err" || fail "B's first write to b/tgt through fd 4: $(cat "$NV_TMP/fd4.err")"
+cat > "$NV_TMP/statpoll.py" <<'PY'
+import errno, os, sys
+path, stop, out = sys.argv[1:4]
+n = bad = 0
+while not os.path.exists(stop):
+    try:
+        os.stat(path)
+    except OSError as e:
+        bad += 1
+        sys.stderr.write("stat %s: %s\n" % (path, errno.errorcode.get(e.errno, e.errno)))
+    n += 1
+open(out, "w").write("%d %d\n" % (n, bad))
+PY
+rm -f "$NV_TMP/statpoll.stop"
+python3 "$NV_TMP/statpoll.py" "$MB/b/tgt" "$NV_TMP/statpoll.stop" "$NV_TMP/statpoll.out" \
+	2> "$NV_TMP/statpoll.err" &
+spid=$!
+nv_bg "$spid"
+for i in 1 2 3 4 5; do
+	[ "$(append "$MB/b/src-$i" "src $i
+")" = OK ] || fail "append to b/src-$i on B"
+	nv_await 10 "A sees b/src-$i" test -e "$MA/b/src-$i"
+	mv "$MA/b/src-$i" "$MA/b/tgt" 2> "$NV_TMP/mv.err" ||
+		fail "mv b/src-$i b/tgt on A: $(cat "$NV_TMP/mv.err")"
+	for m in "$MB" "$MA"; do reads "$m/b/tgt" "src $i"; done
+	[[ $(leader "$MB/b/tgt") == "sb "* ]] || fail "B should lead b/tgt (src-$i): $(leader "$MB/b/tgt")"
+	[ ! -e "$MB/b/src-$i" ] || fail "b/src-$i is still there on B after the mv on A"
+done
+touch "$NV_TMP/statpoll.stop"
+wait "$spid" || fail "the stat poller on B: $(cat "$NV_TMP/statpoll.err")"
+read -r polls enoent < "$NV_TMP/statpoll.out"
+[ "$enoent" = 0 ] || fail "b/tgt on B read ENOENT $enoent times in $polls stats during the mvs on A: $(sort "$NV_TMP/statpoll.err" | uniq -c | tr '\n' ';')"
+[ "$polls" -gt 5 ] || fail "the stat poller on B made only $polls stats"
+say "ok: 5 mvs on A over b/tgt (led by B): $polls stats of b/tgt on B meanwhile, none ENOENT; b/tgt reads the renamed stream on both mounts"
+r=$( { printf 't 2\n' >&4; } 2>&1 ) && fail "B's write through fd 4, opened on the b/tgt the first mv replaced, was accepted (want ENOENT)"
+[[ $r == *"No such file or directory"* ]] || fail "B's write through fd 4 to the replaced b/tgt: $r (want ENOENT)"
+exec 4>&-
+[ "$(append "$MB/b/tgt" "src 5 more
+")" = OK ] || fail "append to b/tgt (the renamed src-5) on B"
+for m in "$MA" "$MB"; do reads "$m/b/tgt" "src 5
+src 5 more"; done
+say "ok: B refuses appends to the stream the mv replaced (ENOENT); the name takes them into the renamed stream"
+
+# A rename whose source is gone by the time it is done leaves the
+# target intact: src-gone (led by B) is seen on A, removed on B, then
+# `mv src-gone tgt` on A (A's kernel may still hold the name: the
+# daemon is asked, and B finds no source) fails with ENOENT, and b/tgt
+# still reads the same bytes, led by B, on both mounts.
+[ "$(append "$MB/b/src-gone" "gone 0
+")" = OK ] || fail "append to b/src-gone on B"
+nv_await 10 "A sees b/src-gone" test -e "$MA/b/src-gone"
+rm "$MB/b/src-gone" || fail "rm b/src-gone on B"
+r=$(python3 -c '
+import errno, os, sys
+try:
+    os.rename(sys.argv[1], sys.argv[2]); print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))' "$MA/b/src-gone" "$MA/b/tgt")
+[ "$r" = ENOENT ] || fail "mv b/src-gone b/tgt on A after B's rm of the source: $r (want ENOENT)"
+for m in "$MA" "$MB"; do reads "$m/b/tgt" "src 5
+src 5 more"; done
+[[ $(leader "$MA/b/tgt") == "sb "* ]] || fail "B should still lead b/tgt: $(leader "$MA/b/tgt")"
+[ "$(append "$MB/b/tgt" "after
+")" = OK ] || fail "append to b/tgt on B after the failed mv"
+say "ok: an mv on A whose source B removed fails with ENOENT and leaves b/tgt intact"

@@ -536,6 +536,7 @@ static void api(const char *name, unsigned sel, const char *text)
 static void gen_api(void)
 {
 	api("append", 1, "/v1/streams/logs/app/records");
+	api("rename", 1, "/v1/streams/logs/app/rename");
 	api("read", 0, "/v1/streams/logs/app/bytes");
 	api("subscribe", 0, "/v1/streams/logs/app/subscribe");
 	api("escaped", 0, "/v1/streams/logs/a%20b/end");

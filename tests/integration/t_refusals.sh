@@ -588,8 +588,16 @@ row_elsewhere "append or read of a stream another star leads when the connection
 # the leader refused: unit-pinned (test_fs_remote.c, its rename case).
 row_elsewhere "unlink of a stream another star leads, or a rename over one (nothing renamed), when its leadership is moving (NOT_OWNER after the redial)" \
 	EAGAIN ../unit/test_fs_remote.c
-row_elsewhere "unlink of a stream another star leads, or a rename over one (nothing renamed), when that star did not answer in time: in doubt (it may be deleted there)" \
+row_elsewhere "unlink of a stream another star leads, or a rename over one, when that star did not answer in time: in doubt (it may be deleted, or renamed, there)" \
 	ETIMEDOUT ../unit/test_fs_remote.c
+# A rename over a stream whose name or lease moved as it was done, and
+# one whose source the leader does not find: unit-pinned
+# (test_fs_remote.c: ESTALE twice is EAGAIN; the leader's ENOENT), and
+# the source's ENOENT at the leader in t_stars_delete.sh.
+row_elsewhere "rename over a stream whose name, or whose lease, moved again as the rename was looked up once more (nothing renamed)" \
+	EAGAIN ../unit/test_fs_remote.c
+row_elsewhere "rename over a stream another star leads when the source does not exist there (nothing changed)" \
+	ENOENT ../unit/test_fs_remote.c ../etcd/t_stars_delete.sh
 row_elsewhere "unlink of a stream another star leads, or a rename over one (nothing renamed), when the connection broke, the secret was refused, or the answer was nonsense (logged)" \
 	EIO ../unit/test_fs_remote.c
 row_elsewhere "the store is full (after put_timeout_s of retries)" ENOSPC t_store_faults.sh t_local_faults.sh

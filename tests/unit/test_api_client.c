@@ -64,6 +64,7 @@ struct fake {
 	char last_url[256];
 	char last_offset[32];
 	char last_seq[32];
+	char last_from[NV_STREAM_NAME_MAX + 1]; /* ?from=, decoded */
 	char last_body[128];
 	char last_id[32];   /* X-Nova-Stream-Id, "" when not sent */
 	bool auth_ok;
@@ -132,6 +133,8 @@ static enum MHD_Result serve(struct fake *f, struct MHD_Connection *c, const cha
 		return answer(c, 404, "{\"error\":\"no_such_star\",\"detail\":\"none\"}");
 	if (strstr(url, "/handoff"))
 		return answer(c, 200, "{\"leader\":\"star2\",\"epoch\":5}");
+	if (strstr(url, "/rename"))
+		return answer(c, 200, "{\"renamed\":true}");
 	if (strstr(url, "/trim"))
 		return !strcmp(f->last_seq, "40") ? answer(c, 400, "{\"error\":\"bad_request\"}")
 		       : answer(c, 200, "{\"trim\":{\"seq\":80,\"byte\":4000}}");
@@ -182,6 +185,7 @@ static enum MHD_Result on_req(void *cls, struct MHD_Connection *c, const char *u
 	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	const char *off = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
 	const char *seq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seq");
+	const char *from = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "from");
 	const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, API_STREAM_ID_HEADER);
 
 	(void)method;
@@ -202,6 +206,7 @@ static enum MHD_Result on_req(void *cls, struct MHD_Connection *c, const char *u
 	snprintf(f->last_url, sizeof(f->last_url), "%s", url);
 	snprintf(f->last_offset, sizeof(f->last_offset), "%s", off ? off : "");
 	snprintf(f->last_seq, sizeof(f->last_seq), "%s", seq ? seq : "");
+	snprintf(f->last_from, sizeof(f->last_from), "%s", from ? from : "");
 	snprintf(f->last_id, sizeof(f->last_id), "%s", id ? id : "");
 	f->auth_ok = auth && !strcmp(auth, "Bearer " SECRET);
 	if (!f->auth_ok)
@@ -650,8 +655,9 @@ static void test_api_client_stream_id(void **state)
 	assert_int_equal(api_client_delete(cl, &h, "b", "ids", 7), -ESTALE);
 	assert_int_equal(api_client_handoff(cl, &h, "b", "ids", 7, "star2", &nh), -ESTALE);
 	assert_int_equal(api_client_subscribe(cl, &h, "b", "ids", 7, 0, on_range, &s), -ESTALE);
+	assert_int_equal(api_client_rename(cl, &h, "b", "ids", 7, "src"), -ESTALE);
 	assert_int_equal(s.n, 0);
-	assert_int_equal(fakes[1].hits, 8);
+	assert_int_equal(fakes[1].hits, 9);
 	assert_string_equal(fakes[1].last_id, "7");
 	/* A plain 404 is still -ENOENT: the caller tells the two apart. */
 	fakes[1].mode = FAKE_NOT_FOUND;
@@ -710,6 +716,32 @@ static void test_api_client_trim(void **state)
 	assert_string_equal(fakes[1].last_seq, "80");
 }
 
+/* Rename over a stream: POST .../TARGET/rename?from=SOURCE (the source
+ * escaped, decoded again by the holder) with the target's id; a
+ * NOT_OWNER is redialed once; not_found (no source) is -ENOENT. */
+static void test_api_client_rename(void **state)
+{
+	struct lease_holder h;
+
+	(void)state;
+	reset();
+	holder_of(0, 1, &h);
+	assert_int_equal(api_client_rename(cl, &h, "b", "log", 23, "app 1&x=y"), 0);
+	assert_string_equal(fakes[0].last_url, "/v1/streams/b/log/rename");
+	assert_string_equal(fakes[0].last_from, "app 1&x=y");
+	assert_string_equal(fakes[0].last_id, "23");
+	fakes[0].mode = FAKE_NOT_OWNER;
+	holder_of(1, 2, &fakes[0].redirect);
+	assert_int_equal(api_client_rename(cl, &h, "b", "log2", 24, "app"), 0);
+	assert_int_equal(fakes[1].hits, 1);
+	assert_string_equal(fakes[1].last_url, "/v1/streams/b/log2/rename");
+	assert_string_equal(fakes[1].last_from, "app");
+	assert_string_equal(fakes[1].last_id, "24");
+	fakes[1].mode = FAKE_NOT_FOUND;
+	assert_int_equal(api_client_rename(cl, &fakes[0].redirect, "b", "log2", 24, "gone"),
+			 -ENOENT);
+}
+
 /* Nudge: POST /v1/nudge naming the sender; a star nobody serves is
  * unreachable. */
 static void test_api_client_nudge(void **state)
@@ -744,6 +776,7 @@ int main(void)
 		cmocka_unit_test(test_api_client_stream_id),
 		cmocka_unit_test(test_api_client_stream_id_epochs),
 		cmocka_unit_test(test_api_client_trim),
+		cmocka_unit_test(test_api_client_rename),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

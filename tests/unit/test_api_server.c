@@ -318,7 +318,7 @@ static void test_api_server_rename_reuse(void **state)
 	struct resp r;
 
 	assert_int_equal(append(f, "old", x->id, "x0"), 0);
-	assert_int_equal(star_stream_rename(f->st, "b", "old", "new", true), 0);
+	assert_int_equal(star_stream_rename(f->st, "b", "old", "new", true, NULL), 0);
 	y = create(f, "old");
 	assert_true(y->id != x->id);
 	snprintf(idx, sizeof(idx), "%llu", (unsigned long long)x->id);
@@ -338,6 +338,7 @@ static void test_api_server_rename_reuse(void **state)
 	assert_int_equal(api_client_handoff(f->cl, &f->at, "b", "old", x->id, "sa", &nh),
 			 -ESTALE);
 	assert_int_equal(api_client_delete(f->cl, &f->at, "b", "old", x->id), -ESTALE);
+	assert_int_equal(api_client_rename(f->cl, &f->at, "b", "old", x->id, "new"), -ESTALE);
 	assert_int_equal(api_client_trim(f->cl, &f->at, "b", "old", x->id, true, 1, &seq, &byte),
 			 -ESTALE);
 	http(f, "GET", "/v1/streams/b/old/plan?seq=0", idx, NULL, &r);
@@ -364,6 +365,55 @@ static void test_api_server_rename_reuse(void **state)
 	assert_int_equal(acked_seq(x), 2);
 	stream_put(y);
 	stream_put(x);
+}
+
+/* Rename over a stream this star leads (api/change.h): one transaction
+ * here, the target's name never absent; its appends here fail at once;
+ * a wrong target id is stream_moved and a missing source not_found,
+ * each changing nothing; from= must be a name. */
+static void test_api_server_rename(void **state)
+{
+	struct fx *f = *state;
+	struct nv_stream *src = create(f, "src"), *dst = create(f, "dst"), *s;
+	uint64_t seq = 0;
+	char buf[16], code[64], path[64];
+	size_t got = 0;
+	struct resp r;
+
+	assert_int_equal(append(f, "src", src->id, "s0"), 0);
+	assert_int_equal(append(f, "dst", dst->id, "d0"), 0);
+	/* A wrong target id, a missing source: nothing changed. */
+	assert_int_equal(api_client_rename(f->cl, &f->at, "b", "dst", dst->id + 1000, "src"),
+			 -ESTALE);
+	assert_int_equal(api_client_rename(f->cl, &f->at, "b", "dst", dst->id, "nosuch"), -ENOENT);
+	assert_int_equal(star_stream_lookup(f->st, "b", "dst", &s), 0);
+	assert_true(s == dst);
+	stream_put(s);
+	assert_int_equal(star_stream_lookup(f->st, "b", "src", &s), 0);
+	assert_true(s == src);
+	stream_put(s);
+	/* Not a name; none. */
+	snprintf(path, sizeof(path), "/v1/streams/b/dst/rename?from=%s", "..");
+	http(f, "POST", path, NULL, NULL, &r);
+	assert_int_equal(r.status, 400);
+	http(f, "POST", "/v1/streams/b/dst/rename", NULL, NULL, &r);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(code_of(&r, code, sizeof(code)), "bad_request");
+	/* Done: src's bytes under dst, dst deleted (its appends refused). */
+	assert_int_equal(api_client_rename(f->cl, &f->at, "b", "dst", dst->id, "src"), 0);
+	assert_int_equal(star_stream_lookup(f->st, "b", "dst", &s), 0);
+	assert_true(s == src);
+	stream_put(s);
+	assert_int_equal(star_stream_lookup(f->st, "b", "src", &s), -ENOENT);
+	assert_int_equal(api_client_read(f->cl, &f->at, "b", "dst", src->id, 0, buf, sizeof(buf),
+					 &got), 0);
+	assert_int_equal(got, 2);
+	assert_memory_equal(buf, "s0", 2);
+	assert_true(dst->deleted);
+	assert_int_equal(star_append(f->st, dst, "d1", 2, NULL, NULL, &seq), -ENOENT);
+	assert_int_equal(acked_seq(dst), 1);
+	stream_put(dst);
+	stream_put(src);
 }
 
 /* A vacant stream: a wrong id is refused before the append's lease take
@@ -411,6 +461,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_api_server_append_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_api_server_rename_reuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_api_server_vacant, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_api_server_rename, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_api_server_no_stream, setup, teardown),
 	};
 

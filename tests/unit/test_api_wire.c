@@ -53,6 +53,7 @@ static void test_api_wire_routes(void **state)
 	expect_route("GET", "/v1/streams/logs/app/plan", API_EP_PLAN, "logs", "app");
 	expect_route("POST", "/v1/streams/logs/app/delete", API_EP_DELETE, "logs", "app");
 	expect_route("POST", "/v1/streams/logs/app/trim", API_EP_TRIM, "logs", "app");
+	expect_route("POST", "/v1/streams/logs/app/rename", API_EP_RENAME, "logs", "app");
 	expect_route("POST", "/v1/nudge", API_EP_NUDGE, "", "");
 	expect_route("GET", "/metrics", API_EP_METRICS, "", "");
 }
@@ -226,6 +227,25 @@ static void test_api_wire_paths(void **state)
 	assert_int_equal(api_fmt_path(API_EP_READ, "logs", "stream", small, sizeof(small)),
 			 -ENOSPC);
 	assert_int_equal(api_fmt_path(API_EP_METRICS, "b", "s", buf, sizeof(buf)), -EINVAL);
+	/* The rename route: the target in the path, the source in ?from=,
+	 * escaped as a name; the longest name fits API_NAME_QUERY_MAX. */
+	assert_int_equal(api_fmt_path(API_EP_RENAME, "b", "s", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/v1/streams/b/s/rename");
+	assert_int_equal(api_route_parse("POST", buf, &r), 0);
+	assert_int_equal(r.ep, API_EP_RENAME);
+	assert_int_equal(api_route_parse("GET", buf, &r), -EINVAL);
+	assert_int_equal(r.status, 405);
+	{
+		char q[API_NAME_QUERY_MAX], name[NV_STREAM_NAME_MAX + 1];
+
+		assert_int_equal(api_fmt_query("from", "a b&c=d", q, sizeof(q)), 0);
+		assert_string_equal(q, "?from=a%20b%26c%3Dd");
+		memset(name, '&', NV_STREAM_NAME_MAX);
+		name[NV_STREAM_NAME_MAX] = '\0';
+		assert_int_equal(api_fmt_query("from", name, q, sizeof(q)), 0);
+		assert_int_equal(strlen(q), 6 + 3 * NV_STREAM_NAME_MAX);
+		assert_int_equal(api_fmt_query("from", "abc", small, 8), -ENOSPC);
+	}
 }
 
 static void test_api_wire_documents(void **state)

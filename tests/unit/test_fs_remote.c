@@ -18,10 +18,10 @@
  * named is the one dialed, with the stream's bucket and name.  Pins
  * invariant 4 too (an unlink at the holder; here only when nothing
  * could be sent), with star_stream_delete() and star_stream_gone()
- * (engine/star.h) stubbed; and its rename case (fs_remote_rename(): a
- * replaced stream another star leads is deleted there first; nothing is
- * deleted when the rename cannot happen), with star_stream_lookup(),
- * star_stream_rename() and stream_put() stubbed.  And that a call the
+ * (engine/star.h) stubbed; and invariant 8 (fs_remote_rename(): a rename
+ * over a stream another star leads is one request to that star, nothing
+ * done here; its ESTALE is looked up and sent once more), with
+ * star_stream_lookup(), star_stream_rename() and stream_put() stubbed.  And that a call the
  * holder answers ENOENT under the name at load is sent again under the
  * stream's name now (star_stream_name() stubbed: renamed elsewhere).
  * And that every call names the stream's id (api/client.h invariant 5):
@@ -80,6 +80,12 @@ static struct {
 	int lookups, puts, renames, rename_rc, lookup_rc;
 	bool noreplace;
 	char from[256], to[256];
+	uint64_t rename_dst;     /* the target star_stream_rename() was given (0: none) */
+	int local_stale;         /* the first so many local renames answer ESTALE */
+	/* Renames over a stream at its holder: how many, the source named,
+	 * and how many of the first answer ESTALE. */
+	int remote_renames, remote_stale;
+	char rfrom[256];
 	/* Trims: at the holder (its answer, the point given) and here. */
 	int remote_trims, local_trims;
 	bool trim_by_seq;
@@ -204,6 +210,21 @@ int api_client_delete(struct api_client *cl, const struct lease_holder *h, const
 	return answer(stream, id);
 }
 
+int api_client_rename(struct api_client *cl, const struct lease_holder *h, const char *bucket,
+		      const char *stream, uint64_t id, const char *from)
+{
+	(void)cl;
+	stub.dialed = *h;
+	snprintf(stub.bucket, sizeof(stub.bucket), "%s", bucket);
+	snprintf(stub.stream, sizeof(stub.stream), "%s", stream);
+	snprintf(stub.rfrom, sizeof(stub.rfrom), "%s", from);
+	if (stub.remote_renames++ < stub.remote_stale) {
+		stub.id = id;
+		return -ESTALE;
+	}
+	return answer(stream, id);
+}
+
 int api_client_trim(struct api_client *cl, const struct lease_holder *h, const char *bucket,
 		    const char *stream, uint64_t id, bool by_seq, uint64_t pos, uint64_t *seq,
 		    uint64_t *byte)
@@ -297,14 +318,16 @@ void stream_put(struct nv_stream *p)
 }
 
 int star_stream_rename(struct star *st, const char *bucket, const char *from, const char *to,
-		       bool noreplace)
+		       bool noreplace, struct nv_stream *target)
 {
 	(void)st;
 	(void)bucket;
-	stub.renames++;
 	stub.noreplace = noreplace;
+	stub.rename_dst = target ? target->id : 0;
 	snprintf(stub.from, sizeof(stub.from), "%s", from);
 	snprintf(stub.to, sizeof(stub.to), "%s", to);
+	if (stub.renames++ < stub.local_stale)
+		return -ESTALE;
 	return stub.rename_rc;
 }
 
@@ -603,20 +626,22 @@ static void test_fs_remote_trim(void **state)
 	assert_int_equal(stub.local_trims + stub.remote_trims, 0);
 }
 
-/* Invariant 4, renames: `mv app log` over a stream log that star-b leads
- * is log's delete at star-b, then the rename here (which replaces
- * nothing then); nothing is deleted where the rename cannot be done. */
+/* Invariant 8, renames: `mv app log` over a stream log that star-b
+ * leads is one rename request to star-b naming log (id 23) and the
+ * source app, and nothing here (no delete anywhere, no rename here: so
+ * log never reads ENOENT, and when star-b refuses nothing changed); log
+ * is marked deleted here once star-b did it. */
 static void test_fs_remote_rename(void **state)
 {
 	static const struct {
-		int client_rc, user_rc, renames, gones;
+		int client_rc, user_rc, gones;
 	} over[] = {
-		{ 0, 0, 1, 1 },
-		{ -ENOENT, 0, 1, 1 },          /* deleted there already */
-		{ -EHOSTUNREACH, -EHOSTUNREACH, 0, 0 }, /* nothing sent: nothing renamed */
-		{ -STAR_ENOTOWNER, -EAGAIN, 0, 0 }, /* moving: nothing renamed */
-		{ -ETIMEDOUT, -ETIMEDOUT, 0, 0 },   /* in doubt: nothing renamed */
-		{ -EACCES, -EIO, 0, 0 },
+		{ 0, 0, 1 },
+		{ -ENOENT, -ENOENT, 0 },             /* no source there: nothing changed */
+		{ -EHOSTUNREACH, -EHOSTUNREACH, 0 }, /* nothing sent: nothing renamed */
+		{ -STAR_ENOTOWNER, -EAGAIN, 0 },     /* moving: nothing renamed */
+		{ -ETIMEDOUT, -ETIMEDOUT, 0 },       /* in doubt */
+		{ -EACCES, -EIO, 0 },
 	};
 
 	(void)state;
@@ -625,32 +650,32 @@ static void test_fs_remote_rename(void **state)
 		stub.check_rc = -STAR_ENOTOWNER;
 		stub.client_rc = over[i].client_rc;
 		assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), over[i].user_rc);
-		assert_int_equal(stub.deletes, 1);
+		assert_int_equal(stub.remote_renames, 1);
 		assert_string_equal(stub.dialed.star, "star-b");
 		assert_string_equal(stub.bucket, "logs");
-		assert_string_equal(stub.stream, "log"); /* the target, never the source */
-		assert_int_equal(stub.renames, over[i].renames);
+		assert_string_equal(stub.stream, "log"); /* the target's leader, by the target */
+		assert_int_equal(stub.id, DST_ID);
+		assert_string_equal(stub.rfrom, "app");
+		assert_int_equal(stub.renames + stub.deletes + stub.local_deletes, 0);
 		assert_int_equal(stub.gones, over[i].gones);
-		assert_int_equal(stub.local_deletes, 0);
 		assert_int_equal(stub.puts, stub.lookups);
-		if (over[i].renames) {
-			assert_string_equal(stub.from, "app");
-			assert_string_equal(stub.to, "log");
-			assert_false(stub.noreplace);
-		}
 	}
-	/* The rename's own refusal after the delete is its errno. */
+	/* The target or its lease moved as star-b committed (ESTALE): looked
+	 * up and sent again once, then EAGAIN with nothing changed. */
 	reset(true);
 	stub.check_rc = -STAR_ENOTOWNER;
-	stub.rename_rc = -EIO;
-	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), -EIO);
-	assert_int_equal(stub.deletes, 1);
-	/* No source: ENOENT, and the target is left alone. */
+	stub.remote_stale = 1;
+	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), 0);
+	assert_int_equal(stub.remote_renames, 2);
+	assert_int_equal(stub.lookups, 2);
+	assert_int_equal(stub.gones, 1);
+	assert_int_equal(stub.puts, stub.lookups);
 	reset(true);
 	stub.check_rc = -STAR_ENOTOWNER;
-	snprintf(stub.missing, sizeof(stub.missing), "app");
-	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), -ENOENT);
-	assert_int_equal(stub.deletes + stub.renames + stub.gones, 0);
+	stub.remote_stale = 2;
+	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), -EAGAIN);
+	assert_int_equal(stub.remote_renames, 2);
+	assert_int_equal(stub.renames + stub.deletes + stub.gones, 0);
 	assert_int_equal(stub.puts, stub.lookups);
 	/* The metastore cannot say whether the target exists: its error,
 	 * nothing renamed, nobody asked. */
@@ -659,45 +684,65 @@ static void test_fs_remote_rename(void **state)
 	snprintf(stub.missing, sizeof(stub.missing), "log");
 	stub.lookup_rc = -ETIMEDOUT;
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), -ETIMEDOUT);
-	assert_int_equal(stub.deletes + stub.renames, 0);
-	/* RENAME_NOREPLACE, a rename to itself, no target, a target this
-	 * star leads or nobody does: the rename here, asking nobody. */
+	assert_int_equal(stub.remote_renames + stub.renames, 0);
+	/* RENAME_NOREPLACE, a rename to itself: here, no target named. */
 	reset(true);
 	stub.check_rc = -STAR_ENOTOWNER;
 	stub.rename_rc = -EEXIST;
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", true), -EEXIST);
 	assert_true(stub.noreplace);
-	assert_int_equal(stub.deletes, 0);
+	assert_int_equal(stub.rename_dst, 0);
+	assert_int_equal(stub.remote_renames, 0);
 	reset(true);
 	stub.check_rc = -STAR_ENOTOWNER;
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "app", false), 0);
-	assert_int_equal(stub.deletes, 0);
+	assert_int_equal(stub.remote_renames, 0);
+	/* No target: here, expecting none; one created meanwhile (ESTALE):
+	 * looked up again. */
 	reset(true);
 	stub.check_rc = -STAR_ENOTOWNER;
 	snprintf(stub.missing, sizeof(stub.missing), "log");
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), 0);
-	assert_int_equal(stub.deletes, 0);
+	assert_int_equal(stub.remote_renames, 0);
 	assert_int_equal(stub.renames, 1);
+	assert_int_equal(stub.rename_dst, 0);
+	reset(true);
+	snprintf(stub.missing, sizeof(stub.missing), "log");
+	stub.local_stale = 1;
+	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), 0);
+	assert_int_equal(stub.renames, 2);
+	/* A target this star leads, or nobody does: here, naming it (its
+	 * lease is compared there); taken by another star meanwhile
+	 * (STAR_ENOTOWNER from the rename): looked up again, then EAGAIN. */
 	reset(true); /* ours */
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), 0);
-	assert_int_equal(stub.deletes, 0);
+	assert_int_equal(stub.remote_renames, 0);
 	assert_int_equal(stub.renames, 1);
+	assert_int_equal(stub.rename_dst, DST_ID);
+	assert_false(stub.noreplace);
+	assert_string_equal(stub.from, "app");
+	assert_string_equal(stub.to, "log");
 	assert_int_equal(stub.puts, stub.lookups);
 	reset(true);
 	stub.leader_rc = -ENOENT; /* vacant */
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), 0);
-	assert_int_equal(stub.deletes, 0);
+	assert_int_equal(stub.remote_renames, 0);
+	assert_int_equal(stub.rename_dst, DST_ID);
+	reset(true);
+	stub.rename_rc = -STAR_ENOTOWNER;
+	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), -EAGAIN);
+	assert_int_equal(stub.renames, 2);
+	assert_int_equal(stub.puts, stub.lookups);
 	/* No client, and another star leads the target: nothing renamed
 	 * (deleting it here would let that star ack appends to it). */
 	reset(false);
 	stub.check_rc = -STAR_ENOTOWNER;
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), -EHOSTUNREACH);
-	assert_int_equal(stub.deletes + stub.renames, 0);
+	assert_int_equal(stub.remote_renames + stub.renames + stub.deletes, 0);
 	assert_int_equal(stub.puts, stub.lookups);
 	/* No client, the target ours: the rename here. */
 	reset(false);
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), 0);
-	assert_int_equal(stub.deletes, 0);
 	assert_int_equal(stub.renames, 1);
 }
 
@@ -802,23 +847,18 @@ static void test_fs_remote_stream_moved(void **state)
 	assert_int_equal(fs_remote_append(&fs, &s, "r", 1), -EAGAIN);
 	assert_int_equal(stub.appends, 1);
 	/* A rename over log (id 23 at its lookup), which is another stream at
-	 * its leader by now (23 renamed away): nothing deleted there, nothing
-	 * renamed; 23 deleted meanwhile: the rename goes on. */
+	 * its leader by now (23 renamed away): nothing deleted or renamed
+	 * there or here; asked once more by id 23 after a new lookup, then
+	 * EAGAIN. */
 	reset(true);
 	stub.check_rc = -STAR_ENOTOWNER;
 	snprintf(stub.moved_name, sizeof(stub.moved_name), "log");
 	snprintf(stub.now_name, sizeof(stub.now_name), "log2");
 	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), -EAGAIN);
-	assert_int_equal(stub.deletes, 1);
+	assert_int_equal(stub.remote_renames, 2);
 	assert_int_equal(stub.id, 23);
-	assert_int_equal(stub.renames, 0);
-	reset(true);
-	stub.check_rc = -STAR_ENOTOWNER;
-	snprintf(stub.moved_name, sizeof(stub.moved_name), "log");
-	stub.name_rc = -ENOENT;
-	assert_int_equal(fs_remote_rename(&fs, "logs", "app", "log", false), 0);
-	assert_int_equal(stub.deletes, 1);
-	assert_int_equal(stub.renames, 1);
+	assert_int_equal(stub.other_ids, 0);
+	assert_int_equal(stub.deletes + stub.renames + stub.gones, 0);
 }
 
 int main(void)

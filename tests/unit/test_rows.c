@@ -16,11 +16,13 @@
 #include "meta/refs.h"
 #include "meta/streams.h"
 #include "meta/tuple.h"
+#include "src/base/failpoint.h"
 #include "src/base/wire.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -573,8 +576,8 @@ static void test_rows_stream_rename(void **state)
 
 	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
 	assert_int_equal(meta_stream_create(f->kv, "b", ".tmp.a1b2", -1, 1, &alice, &a), 0);
-	assert_int_equal(meta_stream_rename(f->kv, "b", ".tmp.a1b2", "final", false, 5, &replaced),
-			 0);
+	assert_int_equal(meta_stream_rename(f->kv, "b", ".tmp.a1b2", "final", false, 0, 0, 5,
+					    &replaced), 0);
 	assert_int_equal(replaced, 0);
 	assert_int_equal(meta_stream_lookup(f->kv, "b", ".tmp.a1b2", &g), -ENOENT);
 	assert_int_equal(meta_stream_lookup(f->kv, "b", "final", &g), 0);
@@ -582,15 +585,17 @@ static void test_rows_stream_rename(void **state)
 	assert_string_equal(g.name, "final");
 	assert_memory_equal(&g.own, &alice, sizeof(alice));
 	/* Same name: nothing to do; missing source: ENOENT. */
-	assert_int_equal(meta_stream_rename(f->kv, "b", "final", "final", false, 5, NULL), 0);
-	assert_int_equal(meta_stream_rename(f->kv, "b", "nope", "x", false, 5, NULL), -ENOENT);
-	assert_int_equal(meta_stream_rename(f->kv, "c", "final", "x", false, 5, NULL), -ENOENT);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "final", "final", false, 0, 0, 5, NULL), 0);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "nope", "x", false, 0, 0, 5, NULL), -ENOENT);
+	assert_int_equal(meta_stream_rename(f->kv, "c", "final", "x", false, 0, 0, 5, NULL), -ENOENT);
 
 	/* Over an existing stream. */
 	assert_int_equal(meta_stream_create(f->kv, "b", "other", -1, 1, NULL, &t), 0);
-	assert_int_equal(meta_stream_rename(f->kv, "b", "final", "other", true, 6, NULL), -EEXIST);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "final", "other", true, 0, 0, 6, NULL),
+			 -EEXIST);
 	assert_int_equal(meta_stream_lookup(f->kv, "b", "final", &g), 0);
-	assert_int_equal(meta_stream_rename(f->kv, "b", "final", "other", false, 7, &replaced), 0);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "final", "other", false, t.id, 0, 7,
+					    &replaced), 0);
 	assert_int_equal(replaced, t.id);
 	assert_int_equal(meta_stream_lookup(f->kv, "b", "other", &g), 0);
 	assert_int_equal(g.id, a.id);
@@ -605,6 +610,127 @@ static void test_rows_stream_rename(void **state)
 		assert_int_equal(meta_stream_list(f->kv, "b", "", list_count_fn, &n), 0);
 		assert_int_equal(n, 1);
 	}
+}
+
+/* Put a lease row for stream id (its value is not read by a rename):
+ * its version. */
+static uint64_t put_lease_row(struct kv *kv, uint64_t id)
+{
+	struct nv_buf k, v;
+	uint64_t ver = 0;
+
+	nv_buf_init(&k, KV_KEY_MAX);
+	nv_buf_init(&v, KV_VAL_MAX);
+	assert_int_equal(key_lease(&k, id), 0);
+	assert_int_equal(kv_put(kv, k.ptr, k.len, "lease", 5), 0);
+	assert_int_equal(kv_get(kv, k.ptr, k.len, &v, &ver), 0);
+	nv_buf_free(&k);
+	nv_buf_free(&v);
+	assert_true(ver > 0);
+	return ver;
+}
+
+/* Nothing of a refused rename is done: src under its name, dst live
+ * under its own. */
+static void assert_unrenamed(struct kv *kv, const struct meta_stream *src,
+			     const struct meta_stream *dst)
+{
+	struct meta_stream g;
+
+	assert_int_equal(meta_stream_lookup(kv, "b", src->name, &g), 0);
+	assert_int_equal(g.id, src->id);
+	assert_int_equal(meta_stream_lookup(kv, "b", dst->name, &g), 0);
+	assert_int_equal(g.id, dst->id);
+	assert_int_equal(g.deleted_ns, 0);
+}
+
+/* A rename replaces only the target its caller resolved (expect_tid),
+ * under the lease the caller holds on it (tlease_ver; 0 vacant): any
+ * other stream under the name, none where one was resolved, or a lease
+ * row at another version is -ESTALE, nothing changed (streams.h
+ * invariant 6). */
+static void test_rows_stream_rename_resolved(void **state)
+{
+	struct fx *f = *state;
+	struct meta_stream src, dst, x, g;
+	uint64_t replaced = 99, ver;
+
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "src", -1, 1, NULL, &src), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "dst", -1, 1, NULL, &dst), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 1, NULL, &x), 0);
+	/* Another stream than the one resolved; one where none was; none
+	 * where one was. */
+	assert_int_equal(meta_stream_rename(f->kv, "b", "src", "dst", false, x.id, 0, 5, &replaced),
+			 -ESTALE);
+	assert_int_equal(replaced, 0);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "src", "dst", false, 0, 0, 5, NULL),
+			 -ESTALE);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "src", "new", false, dst.id, 0, 5, NULL),
+			 -ESTALE);
+	assert_int_equal(meta_stream_lookup(f->kv, "b", "new", &g), -ENOENT);
+	assert_unrenamed(f->kv, &src, &dst);
+	/* dst is led (a lease row): a caller that saw it vacant, or at another
+	 * version, replaces nothing; its holder (the version) does. */
+	ver = put_lease_row(f->kv, dst.id);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "src", "dst", false, dst.id, 0, 5, NULL),
+			 -ESTALE);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "src", "dst", false, dst.id, ver + 1, 5,
+					    NULL), -ESTALE);
+	assert_unrenamed(f->kv, &src, &dst);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "src", "dst", false, dst.id, ver, 6,
+					    &replaced), 0);
+	assert_int_equal(replaced, dst.id);
+	assert_int_equal(meta_stream_lookup(f->kv, "b", "dst", &g), 0);
+	assert_int_equal(g.id, src.id);
+	assert_int_equal(meta_stream_get(f->kv, dst.id, &g, NULL), 0);
+	assert_int_equal(g.deleted_ns, 6);
+	/* noreplace ignores what was resolved: -EEXIST. */
+	assert_int_equal(meta_stream_rename(f->kv, "b", "x", "dst", true, 12345, 0, 7, NULL),
+			 -EEXIST);
+}
+
+struct take_arg {
+	struct kv *kv;
+	uint64_t id;
+};
+
+/* Another star's take, while the rename's commit is held back. */
+static void *take_later(void *arg)
+{
+	struct take_arg *a = arg;
+	struct timespec ts = { 0, 200 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+	(void)put_lease_row(a->kv, a->id);
+	return NULL;
+}
+
+/* The vacant-take race: a rename over a stream seen vacant, and a star
+ * takes its lease between the rename's reads and its commit.  The commit
+ * compares the lease row, so the rename fails (-ESTALE: it cannot
+ * succeed by retrying) and the taker's stream stays live under its
+ * name; without the compare it was tombstoned under a live leader.  The
+ * failpoint holds the rename's commit (its first) for 2 s; the take
+ * lands 200 ms in. */
+static void test_rows_stream_rename_vacant_taken(void **state)
+{
+	struct fx *f = *state;
+	struct meta_stream src, dst;
+	struct take_arg a = { f->kv, 0 };
+	pthread_t th;
+
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, NULL), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "src", -1, 1, NULL, &src), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "dst", -1, 1, NULL, &dst), 0);
+	a.id = dst.id;
+	assert_int_equal(nv_fp_arm("meta.commit=delay:2000@1-1"), 0);
+	assert_int_equal(pthread_create(&th, NULL, take_later, &a), 0);
+	assert_int_equal(meta_stream_rename(f->kv, "b", "src", "dst", false, dst.id, 0, 5, NULL),
+			 -ESTALE);
+	pthread_join(th, NULL);
+	nv_fp_reset();
+	assert_unrenamed(f->kv, &src, &dst);
 }
 
 /* ================================================================ refs */
@@ -1903,6 +2029,8 @@ int main(void)
 		T(test_rows_stream_set_trim_never_backwards),
 		T(test_rows_owners),
 		T(test_rows_stream_rename),
+		T(test_rows_stream_rename_resolved),
+		T(test_rows_stream_rename_vacant_taken),
 		cmocka_unit_test(test_rows_stream_codec_hostile),
 		cmocka_unit_test(test_rows_ref_round_trip),
 		cmocka_unit_test(test_rows_ref_decode_truncations),
