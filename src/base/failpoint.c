@@ -196,6 +196,20 @@ void nv_fp_reset(void)
 	pthread_mutex_unlock(&fp_lock);
 }
 
+unsigned long nv_fp_hits(const char *name)
+{
+	unsigned long n = 0;
+
+	pthread_mutex_lock(&fp_lock);
+	for (int i = 0; i < narmed; i++)
+		if (!strcmp(armed[i].name, name)) {
+			n = armed[i].hits;
+			break;
+		}
+	pthread_mutex_unlock(&fp_lock);
+	return n;
+}
+
 int nv_fp_hit(const char *name)
 {
 	enum fp_action act = FP_ERROR;

@@ -46,6 +46,12 @@ int nv_fp_init_from_env(void) __attribute__((warn_unused_result));
 /* Disarm everything. */
 void nv_fp_reset(void);
 
+/* How often the armed point name has been hit since it was armed (its
+ * action taken or not; a delay counts on entry, before it sleeps), or 0
+ * when it is not armed.  For a test that waits until another thread
+ * stands in a delay, instead of sleeping and hoping. */
+unsigned long nv_fp_hits(const char *name);
+
 /* NULL-terminated list of every point name compiled in. */
 extern const char *const nv_fp_names[];
 

@@ -488,6 +488,12 @@ static void test_base_failpoint_nth_hit(void **state)
 	assert_int_equal(nv_fp_arm("chain.after_put=error:5@2"), 0);
 	assert_int_equal(NV_FP("chain.after_put"), 0);
 	assert_int_equal(NV_FP("chain.after_put"), -5);
+	/* nv_fp_hits(): every hit counts, fired or not; 0 once disarmed or
+	 * for a point not armed. */
+	assert_int_equal(nv_fp_hits("chain.after_put"), 2);
+	assert_int_equal(nv_fp_hits("absorb.before_refs"), 0);
+	nv_fp_reset();
+	assert_int_equal(nv_fp_hits("chain.after_put"), 0);
 }
 
 static void test_base_failpoint_delay(void **state)

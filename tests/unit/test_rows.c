@@ -695,13 +695,16 @@ struct take_arg {
 	uint64_t id;
 };
 
-/* Another star's take, while the rename's commit is held back. */
+/* Another star's take, once the rename's commit is held back (it has
+ * hit the delay: its reads are done).  The wait polls a counter; the
+ * delay is long enough for any machine to reach it. */
 static void *take_later(void *arg)
 {
 	struct take_arg *a = arg;
-	struct timespec ts = { 0, 200 * 1000 * 1000 };
+	struct timespec ts = { 0, 1000 * 1000 };
 
-	nanosleep(&ts, NULL);
+	while (nv_fp_hits("meta.commit") == 0)
+		nanosleep(&ts, NULL);
 	(void)put_lease_row(a->kv, a->id);
 	return NULL;
 }
@@ -712,7 +715,7 @@ static void *take_later(void *arg)
  * succeed by retrying) and the taker's stream stays live under its
  * name; without the compare it was tombstoned under a live leader.  The
  * failpoint holds the rename's commit (its first) for 2 s; the take
- * lands 200 ms in. */
+ * lands once the commit stands in that delay (nv_fp_hits()). */
 static void test_rows_stream_rename_vacant_taken(void **state)
 {
 	struct fx *f = *state;
