@@ -784,6 +784,10 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 		a->cfg.janitor_ns = 10 * NV_NS_PER_S;
 	if (!a->cfg.period_ns)
 		a->cfg.period_ns = NV_NS_PER_S;
+	/* Era coalescing (engine/settle/era.c invariant 4): an era waits
+	 * until its first marker has been ripe for one audit interval, so it
+	 * takes what ripens in that interval, not one era per pass. */
+	a->cfg.settle.coalesce_ns = a->cfg.period_ns;
 	a->failing = u64map_new(0);
 	rc = a->failing ? duty_new(&(struct duty_cfg){ .kv = cfg->recover.kv, .star = a->star,
 						      .live_lease = cfg->live_lease,

@@ -8,7 +8,11 @@
  *   era      the chain's batch markers whose ripening time has passed, in
  *            slot order (a marker still waiting is skipped, never a
  *            stop; bounded by the fetch cache budget): one group settle
- *            job
+ *            job.  It starts once its first marker has been ripe for
+ *            coalesce_ns (one audit interval), or at once when it is full,
+ *            so one era takes what ripens in that interval instead of one
+ *            era per pass (each era re-copies every stream's standing
+ *            tail object)
  *   judge    streams that are deleted, or whose window lies wholly below
  *            their trim point, resolve without staging a byte
  *   warm     the slots of the era's markers that hold a qualifying
@@ -81,6 +85,11 @@ struct settle_cfg {
 	uint64_t read_grace_ns;
 	uint64_t age_cap_ns[NV_CLASS_COUNT];
 	unsigned workers;           /* streams assembled at once (>= 1) */
+	/* An era starts once its first ripe marker has been ripe this long,
+	 * unless it is full (ERA_MARKERS_MAX markers or fetch_budget bytes):
+	 * era coalescing, engine/settle/era.c invariant 4.  0: at once.  The
+	 * auditor sets its audit period. */
+	uint64_t coalesce_ns;
 	/* A stream's settled end moved (in-memory state upkeep); may be NULL. */
 	void (*settled)(void *arg, uint64_t stream, uint64_t end_seq, uint64_t end_byte);
 	/* The version of stream's writer lease row the catalog commit of a

@@ -19,6 +19,20 @@
  *  2. Markers are resolved only after every worker has finished, and
  *     keep exactly the streams left RESIDUE (and a settled stream's
  *     batches beyond the end it settled to).
+ *  4. Era coalescing: an era starts only once its first ripe marker (the
+ *     smallest ripe_ns the era takes) has been ripe for cfg->coalesce_ns
+ *     (the auditor's audit period), or at once when the era is full
+ *     (ERA_MARKERS_MAX ripe markers, or their due bytes reach the fetch
+ *     budget).  Until then settle_chain() collects nothing and returns 0,
+ *     and the markers that ripen meanwhile join the same era.  The wait
+ *     is counted from the first marker's ripening, which stays in the
+ *     chain until settled, never from the last one's: markers that keep
+ *     ripening behind it cannot hold the era back (no starvation), and a
+ *     ripe marker waits at most coalesce_ns more than it would without
+ *     coalescing (plus the pass that notices).  Every group settle is the
+ *     auditor's; nothing waits on one to finish (a graceful close, a
+ *     drain, a demand settle and a handoff settle in the recovery sense:
+ *     refs, not objects), so no caller needs to bypass it.
  *
  * Threads: settle_chain() runs on the auditor thread; the workers of
  * settle_era_assemble() take streams under e->lock (job.h).
@@ -179,6 +193,8 @@ static int collect_due(void *arg, const struct meta_marker *m)
 	}
 	if (!era_open(e))
 		return 0; /* a later era's */
+	if (m->ripe_ns < e->first_ripe)
+		e->first_ripe = m->ripe_ns;
 	for (uint32_t i = 0; i < m->nstreams; i++) {
 		const struct meta_marker_stream *ms = &m->streams[i];
 
@@ -230,6 +246,15 @@ static void filter_kept(struct era *e)
 	e->nmarks = n;
 }
 
+/* Does the era wait to take what ripens next (invariant 4)?  Only after
+ * walk 1, which saw every ripe marker unless the era is full. */
+static bool coalesces(const struct era *e)
+{
+	uint64_t ripe_for = e->now > e->first_ripe ? e->now - e->first_ripe : 0;
+
+	return e->cfg->coalesce_ns && era_open(e) && ripe_for < e->cfg->coalesce_ns;
+}
+
 int settle_era_collect(struct era *e)
 {
 	const struct meta_chain *c = &e->chain;
@@ -240,11 +265,14 @@ int settle_era_collect(struct era *e)
 	if (!e->due)
 		return -ENOMEM;
 	e->oldest_birth = UINT64_MAX;
+	e->first_ripe = UINT64_MAX;
 	rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_due, e);
 	e->walks++;
-	if (rc || e->nripe == 0) {
+	if (!rc && e->nripe && coalesces(e))
+		e->coalescing = true;
+	if (rc || e->nripe == 0 || e->coalescing) {
 		marks_clear(e);
-		return rc; /* an error, or nothing ripe */
+		return rc; /* an error, nothing ripe, or a coalescing era */
 	}
 	if (e->keep_overflow) {
 		rc = meta_marker_list(e->cfg->kv, c->cls, c->star, c->epoch, collect_keep, e);
@@ -730,8 +758,14 @@ int settle_chain(const struct settle_cfg *cfg, const struct meta_chain *c, uint6
 		view->waiting = e.waiting;
 		view->oldest_birth = e.oldest_birth;
 	}
+	if (!rc && e.coalescing)
+		nv_log(NV_DEBUG, NV_SUB_SETTLE, "%s/%s epoch %llu: %u ripe marker(s), the first "
+		       "ripe for %llu ms: the era coalesces for %llu ms", nv_class_name(c->cls),
+		       c->star, (unsigned long long)c->epoch, e.nripe,
+		       (unsigned long long)((now_ns - e.first_ripe) / NV_NS_PER_MS),
+		       (unsigned long long)(cfg->coalesce_ns / NV_NS_PER_MS));
 	if (rc || e.state != ERA_COLLECTED)
-		goto out; /* an error, or nothing ripe */
+		goto out; /* an error, nothing ripe, or a coalescing era */
 	rc = settle_era_judge(&e);
 	if (rc)
 		goto out;

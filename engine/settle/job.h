@@ -21,13 +21,16 @@
  * auditor thread:
  *
  *   NEW --settle_era_collect()--> COLLECTED --settle_era_judge()--> JUDGED
- *    |     (nothing ripe: settle_chain() returns 0)                   |
+ *    |     (nothing ripe, or coalescing: settle_chain() returns 0)    |
  *    |                                                  settle_era_warm()
  *    |                                                                v
  *    |   RESOLVED <--settle_era_resolve()-- ASSEMBLED <--settle_era_assemble()-- WARM
  *
  *   transition            function
- *   NEW -> COLLECTED      settle_era_collect()   ripe markers read
+ *   NEW -> COLLECTED      settle_era_collect()   ripe markers read (the
+ *                                                first ripe for one
+ *                                                coalesce_ns, or the era
+ *                                                full: era.c invariant 4)
  *   COLLECTED -> JUDGED   settle_era_judge()     streams grouped, judged
  *   JUDGED -> WARM        settle_era_warm()      bundles in the fetch cache
  *   WARM -> ASSEMBLED     settle_era_assemble()  workers ran settle_stream()
@@ -144,6 +147,8 @@ struct era {
 	struct u64map *due;    /* stream id -> DUE: its part of a ripe marker ripened */
 	uint32_t nripe;        /* ripe markers taken (collect walk 1) */
 	uint64_t last_slot;    /* first slot of the last of them: the era's end */
+	uint64_t first_ripe;   /* the earliest ripe_ns of them (UINT64_MAX: none) */
+	bool coalescing;       /* collect stopped: the era waits to coalesce */
 	uint32_t waiting;      /* markers seen not ripe yet */
 	uint64_t oldest_birth; /* of every marker seen (UINT64_MAX: none) */
 	uint32_t warmed;       /* slots warmed */
@@ -246,8 +251,9 @@ void settle_era_free(struct era *e);
 /* NEW -> COLLECTED: the ripe markers and the waiting markers holding a
  * due stream, in slot order, up to the last ripe marker taken (era.c
  * "Collecting an era"; other waiting markers are counted in e->waiting).
- * 0 and COLLECTED, 0 with e->nmarks == 0 (nothing ripe; state stays
- * NEW), or -errno. */
+ * 0 and COLLECTED, 0 with e->nmarks == 0 (nothing ripe, or the era
+ * coalesces: e->coalescing, era.c invariant 4; state stays NEW), or
+ * -errno. */
 int settle_era_collect(struct era *e) __attribute__((warn_unused_result));
 /* COLLECTED -> JUDGED: the era's streams, each judged. */
 int settle_era_judge(struct era *e) __attribute__((warn_unused_result));

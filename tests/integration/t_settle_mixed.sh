@@ -8,8 +8,11 @@
 #    linger's worth (1.5 s with jitter) of its appends + two eras' time
 #    (the longest settle pass or era seen: a ripe round waits at most
 #    one for its turn, say another chain's era on a slow store, then its
-#    own runs) + an audit interval and 2 s of slack (the machine is
-#    shared; the old code exceeds it by far, 30+ MiB);
+#    own runs) + two audit intervals (the pass that notices the ripe
+#    round, and the era's coalescing: it starts once its first marker has
+#    been ripe for an interval, engine/settle/era.c invariant 4) and 2 s
+#    of slack (the machine is shared; the old code exceeds it by far,
+#    30+ MiB);
 #  - slots_live stays within the slot rate times (age cap + 6 s), and the
 #    hot stream's span refs within the absorb batch rate times 4 s;
 #  - after a kill -9 in the middle, the recovered batches ripen by their
@@ -78,6 +81,7 @@ import errno, json, os, sys, threading, time
 HOT_REC = 65536
 HOT_RATE = 2 << 20
 MIB = 1 << 20
+AUDIT_S = 0.2  # audit_interval_ms=200, the shell's AUDIT_S
 FILL = [bytes(((k * 131 + i) & 0xff) for i in range(256)) * (HOT_REC // 256) for k in range(16)]
 
 
@@ -182,7 +186,7 @@ def load(d, secs, state):
             # it runs, before the gauge shows it).
             era_s = 2 * max(st["settle_era_ms_max"], st.get("settle_pass_ms_max", 0)) / 1000.0
             unsettled = (seq - settled) * HOT_REC
-            bound = MIB + HOT_RATE * (1.5 + 0.2 + era_s + 2.0 + late)
+            bound = MIB + HOT_RATE * (1.5 + 2 * AUDIT_S + era_s + 2.0 + late)
             slot_rate = (st["slots_written"] - s0[1]["slots_written"]) / max(el, 1.0)
             batch_rate = (st["absorb_batches"] - s0[1]["absorb_batches"]) / max(el, 1.0)
             slots_bound = slot_rate * (30 + 6) + 50
@@ -216,7 +220,7 @@ def load(d, secs, state):
                                        st.get("settle_pass_ms_max", 0)) / 1000.0)
         except OSError as e:
             worst["gone"] = str(e)
-    bound = MIB + HOT_RATE * (1.5 + 0.2 + era_s + 2.0 + late)
+    bound = MIB + HOT_RATE * (1.5 + 2 * AUDIT_S + era_s + 2.0 + late)
     for sample, ex in seen:
         sample["bound"] = int(bound)
         ex = max(ex, sample["unsettled"] - bound)
@@ -359,18 +363,20 @@ EOF
 # phase 1 (nothing before it): thousands of markers waited (the trickles'
 # batches, for the standard cap), the oldest standard batch grew with the
 # run but never beyond it, and the oldest express one stayed within the
-# express cap plus the eras' time and 3 s.
+# express cap plus the eras' time, two audit intervals (the pass that
+# notices, the era's coalescing) and 3 s.
 check_health() {
-	python3 - "$NV_TMP/state" "$XP_CAP_S" <<'EOF' || fail "settlement's health in user.nova.stats is off"
+	python3 - "$NV_TMP/state" "$XP_CAP_S" "$AUDIT_S" <<'EOF' || fail "settlement's health in user.nova.stats is off"
 import json, sys
 res = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 h, secs, era_s, cap = res["health"], res["secs"], res["era_s"], float(sys.argv[2])
+audit = float(sys.argv[3])
 print("health: %s over %.1f s (eras %.1f s)" % (json.dumps(h), secs, era_s))
 if h["waiting"] < 100:
     sys.exit("settle_markers_waiting peaked at %d" % h["waiting"])
 if not 5000 <= h["oldest_std_ms"] <= (secs + 1) * 1000:
     sys.exit("settle_oldest_standard_ms peaked at %d in a %.1f s run" % (h["oldest_std_ms"], secs))
-if not 0 < h["oldest_xp_ms"] <= (cap + era_s + 3) * 1000:
+if not 0 < h["oldest_xp_ms"] <= (cap + era_s + 2 * audit + 3) * 1000:
     sys.exit("settle_oldest_express_ms peaked at %d (cap %.0f s)" % (h["oldest_xp_ms"], cap))
 EOF
 }
@@ -403,11 +409,12 @@ note_pass() {
 }
 
 # stall_s CAP_S: how long a settle wait may see no progress: the class's
-# age cap, the linger, an audit interval, two of the longest settle
-# passes seen (a round waits for its turn, then runs) and 3 s.
+# age cap, the linger, two audit intervals (the pass that notices, the
+# era's coalescing), two of the longest settle passes seen (a round waits
+# for its turn, then runs) and 3 s.
 stall_s() {
 	awk -v c="$1" -v l="$LINGER_S" -v a="$AUDIT_S" -v p="$PASS_MS" \
-		'BEGIN { printf "%.1f", c + l + a + 2 * p / 1000 + 3 }'
+		'BEGIN { printf "%.1f", c + l + 2 * a + 2 * p / 1000 + 3 }'
 }
 
 # await_progress WHAT CAP_S MAX_S CMD...: CMD prints how much is left;

@@ -937,6 +937,118 @@ static void test_settle_era_takes_earlier_batches(void **state)
 }
 
 
+/* Era coalescing (engine/settle/era.c invariant 4), on a fake clock: the
+ * markers of a, b and c ripen within one coalescing interval P; a pass
+ * before a's marker has been ripe for P starts nothing (no job, no row
+ * or marker touched), the pass at T0 + P settles all three in one era. */
+#define COALESCE_NS (1000 * NV_NS_PER_MS)
+
+static void test_settle_era_coalesces(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b, *c;
+	uint64_t t0 = nv_now_wall_ns() + 60 * NV_NS_PER_S, P = COALESCE_NS;
+	char *before, *after;
+
+	st_start(*state, &t);
+	t.cfg.coalesce_ns = P;
+	a = efx_stream(t.f, "a", -1);
+	b = efx_stream(t.f, "b", -1);
+	c = efx_stream(t.f, "c", -1);
+	efx_write_absorb(t.f, a, 0, 2, 300);
+	efx_write_absorb(t.f, b, 0, 1, 200);
+	efx_write_absorb(t.f, c, 0, 2, 100);
+	set_ripe(t.f, a->id, t0, 1);
+	set_ripe(t.f, b->id, t0 + 3 * P / 10, 1);
+	set_ripe(t.f, c->id, t0 + 7 * P / 10, 1);
+	before = efx_kv_dump_space(t.f->kv, "mrk", false);
+
+	assert_int_equal(settle_now(&t, t0 - 1), 0);         /* nothing ripe */
+	assert_int_equal(settle_now(&t, t0), 0);             /* a: ripe for 0 */
+	assert_int_equal(settle_now(&t, t0 + P / 2), 0);     /* a and b ripe */
+	assert_int_equal(settle_now(&t, t0 + P - 1), 0);     /* all three */
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settle_jobs), 0);
+	assert_int_equal(span_refs(t.f, a->id), 2);
+	assert_int_equal(span_refs(t.f, b->id), 1);
+	assert_int_equal(span_refs(t.f, c->id), 2);
+	after = efx_kv_dump_space(t.f->kv, "mrk", false);
+	assert_string_equal(before, after); /* the markers, untouched */
+	free(before);
+	free(after);
+
+	/* a ripe for P: one era takes every marker ripe by now. */
+	assert_int_equal(settle_now(&t, t0 + P), 1);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settle_jobs), 1);
+	expect_settled(t.f, a->id, 2, 600, NULL);
+	expect_settled(t.f, b->id, 1, 200, NULL);
+	expect_settled(t.f, c->id, 2, 200, NULL);
+	assert_int_equal(count_markers(t.f), 0);
+	assert_int_equal(settle_now(&t, t0 + P), 0);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settle_jobs), 1);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
+/* No starvation: while a's marker waits to coalesce, a new stream's
+ * marker ripens every P / 4, the last one at the very pass; the era
+ * still starts once a's marker has been ripe for P (the wait counts
+ * from the first ripe marker, not from the last), and takes them all.
+ * A marker ripening after that era waits its own P.  An era that is
+ * already full (here the fetch budget: one marker) starts at once. */
+static void test_settle_era_coalesce_no_starvation(void **state)
+{
+	struct st t;
+	struct nv_stream *a, *b[4], *c, *d;
+	uint64_t t0 = nv_now_wall_ns() + 60 * NV_NS_PER_S, P = COALESCE_NS;
+
+	st_start(*state, &t);
+	t.cfg.coalesce_ns = P;
+	a = efx_stream(t.f, "a", -1);
+	efx_write_absorb(t.f, a, 0, 1, 300);
+	set_ripe(t.f, a->id, t0, 1);
+	for (unsigned k = 0; k < 4; k++) {
+		uint64_t now = t0 + (k + 1) * P / 4;
+		char nm[8];
+
+		snprintf(nm, sizeof(nm), "b%u", k);
+		b[k] = efx_stream(t.f, nm, -1);
+		efx_write_absorb(t.f, b[k], 0, 1, 100 + k);
+		set_ripe(t.f, b[k]->id, now, 1); /* ripe just now */
+		assert_int_equal(settle_now(&t, now), k < 3 ? 0 : 1);
+		assert_int_equal(NV_STAT_GET(&t.f->stats, settle_jobs), k < 3 ? 0 : 1);
+	}
+	expect_settled(t.f, a->id, 1, 300, NULL);
+	for (unsigned k = 0; k < 4; k++)
+		expect_settled(t.f, b[k]->id, 1, 100 + k, NULL);
+	assert_int_equal(count_markers(t.f), 0);
+
+	/* The next era's own interval, from its own first ripe marker. */
+	c = efx_stream(t.f, "c", -1);
+	efx_write_absorb(t.f, c, 0, 1, 50);
+	set_ripe(t.f, c->id, t0 + 5 * P / 4, 1);
+	assert_int_equal(settle_now(&t, t0 + 2 * P), 0);
+	assert_int_equal(span_refs(t.f, c->id), 1);
+	assert_int_equal(settle_now(&t, t0 + 9 * P / 4), 1);
+	expect_settled(t.f, c->id, 1, 50, NULL);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settle_jobs), 2);
+
+	/* A full era does not wait. */
+	d = efx_stream(t.f, "d", -1);
+	efx_write_absorb(t.f, d, 0, 2, 70);
+	set_ripe(t.f, d->id, t0 + 3 * P, 1);
+	t.cfg.fetch_budget = 1;
+	assert_int_equal(settle_now(&t, t0 + 3 * P), 1);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, settle_jobs), 3);
+	assert_int_equal(count_markers(t.f), 1); /* d's second: the next era's */
+	t.cfg.fetch_budget = 64u << 20;
+	assert_int_equal(settle_now(&t, t0 + 3 * P), 0); /* not full: coalesces */
+	assert_int_equal(settle_now(&t, t0 + 4 * P), 1);
+	expect_settled(t.f, d->id, 2, 140, NULL);
+	assert_int_equal(count_markers(t.f), 0);
+	expect_twins(t.f);
+	st_stop(&t);
+}
+
 /* A failing era backs off (issue 11 item 4): 1 s, doubling, capped at
  * 60 s; a pass that does not fail ends it. */
 static void test_settle_backoff(void **state)
@@ -1069,6 +1181,8 @@ int main(void)
 		T(test_settle_era_skips_waiting),
 		T(test_settle_warm_only_qualifying),
 		T(test_settle_era_takes_earlier_batches),
+		T(test_settle_era_coalesces),
+		T(test_settle_era_coalesce_no_starvation),
 		cmocka_unit_test(test_settle_backoff),
 		T(test_settle_frontier_pinned),
 		T(test_settle_commit_compares_lease),
