@@ -22,6 +22,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The longest an era waits to coalesce (see auditor_new()): a second,
+ * the default audit interval, is short next to any linger or age cap. */
+#define COALESCE_MAX_NS NV_NS_PER_S
+
 struct auditor {
 	struct auditor_cfg cfg;
 	char star[META_STAR_MAX + 1];
@@ -786,8 +790,11 @@ int auditor_new(const struct auditor_cfg *cfg, struct auditor **out)
 		a->cfg.period_ns = NV_NS_PER_S;
 	/* Era coalescing (engine/settle/era.c invariant 4): an era waits
 	 * until its first marker has been ripe for one audit interval, so it
-	 * takes what ripens in that interval, not one era per pass. */
-	a->cfg.settle.coalesce_ns = a->cfg.period_ns;
+	 * takes what ripens in that interval, not one era per pass; at most
+	 * COALESCE_MAX_NS, so a long interval (up to an hour) does not hold
+	 * a ripe era for as long again. */
+	a->cfg.settle.coalesce_ns = a->cfg.period_ns < COALESCE_MAX_NS ? a->cfg.period_ns
+									  : COALESCE_MAX_NS;
 	a->failing = u64map_new(0);
 	rc = a->failing ? duty_new(&(struct duty_cfg){ .kv = cfg->recover.kv, .star = a->star,
 						      .live_lease = cfg->live_lease,

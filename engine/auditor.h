@@ -58,8 +58,9 @@ struct auditor_cfg {
 	struct recover_cfg recover;   /* store, kv, stats, policy, windows */
 	uint64_t janitor_ns;          /* janitor scan period */
 	uint64_t period_ns;           /* settle and trim-check pass period */
-	/* settle jobs (settle.h); its coalesce_ns is set to period_ns: an
-	 * era waits one audit interval to take what ripens in it */
+	/* settle jobs (settle.h); its coalesce_ns is set to period_ns (at
+	 * most 1 s): an era waits one audit interval to take what ripens in
+	 * it */
 	struct settle_cfg settle;
 	struct trim_cfg trim;         /* trim-check and reclamation (trim.h) */
 	/* duty_cfg.live_lease (duty.h), with arg: the registry lease the

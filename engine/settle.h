@@ -9,7 +9,7 @@
  *            slot order (a marker still waiting is skipped, never a
  *            stop; bounded by the fetch cache budget): one group settle
  *            job.  It starts once its first marker has been ripe for
- *            coalesce_ns (one audit interval), or at once when it is full,
+ *            coalesce_ns (one audit interval, at most 1 s), or at once when it is full,
  *            so one era takes what ripens in that interval instead of one
  *            era per pass (each era re-copies every stream's standing
  *            tail object)
