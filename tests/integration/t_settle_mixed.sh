@@ -265,6 +265,20 @@ def many(d, first, n, acks=None):
         t.join()
 
 
+def bad_records(nm, data, lo=0, hi=None):
+    """Why data is not records 0..m-1 of nm with lo <= m (<= hi), or None."""
+    n = reclen(nm)
+    m = len(data) // n
+    if len(data) % n:
+        return "%d bytes, not whole records of %d" % (len(data), n)
+    if m < lo or (hi is not None and m > hi):
+        return "%d records, %d acked" % (m, lo)
+    for k in range(m):
+        if data[k * n:(k + 1) * n] != record(nm, k):
+            return "record %d differs" % k
+    return None
+
+
 def acked(d, acks, names):
     want = {}
     for line in open(acks):
@@ -272,23 +286,13 @@ def acked(d, acks, names):
         want[nm] = max(want.get(nm, 0), int(k) + 1)
     bad = 0
     for nm in names:
-        p = os.path.join(d, nm)
-        n = reclen(nm)
         try:
-            data = open(p, "rb").read()
+            why = bad_records(nm, open(os.path.join(d, nm), "rb").read(), want.get(nm, 0), 3)
         except FileNotFoundError:
-            data = None
-            if not want.get(nm):
-                continue
-        if data is None or len(data) % n or len(data) // n > 3 or len(data) // n < want.get(nm, 0):
-            print("%s: %s bytes, %d records acked" % (nm, "no" if data is None else len(data), want.get(nm, 0)))
+            why = "missing, %d records acked" % want[nm] if want.get(nm) else None
+        if why:
+            print("%s: %s" % (nm, why))
             bad += 1
-            continue
-        for k in range(len(data) // n):
-            if data[k * n:(k + 1) * n] != record(nm, k):
-                print("%s: record %d differs" % (nm, k))
-                bad += 1
-                break
     print("%d streams, %d acked records" % (len(names), sum(want.values())))
     sys.exit(1 if bad else 0)
 
@@ -296,19 +300,10 @@ def acked(d, acks, names):
 def verify(d, names):
     bad = 0
     for nm in names:
-        p = os.path.join(d, nm)
-        n = reclen(nm)
-        with open(p, "rb") as f:
-            data = f.read()
-        if len(data) % n:
-            print("%s: %d bytes, not whole records of %d" % (nm, len(data), n))
+        why = bad_records(nm, open(os.path.join(d, nm), "rb").read())
+        if why:
+            print("%s: %s" % (nm, why))
             bad += 1
-            continue
-        for k in range(len(data) // n):
-            if data[k * n:(k + 1) * n] != record(nm, k):
-                print("%s: record %d differs" % (nm, k))
-                bad += 1
-                break
     sys.exit(1 if bad else 0)
 
 
