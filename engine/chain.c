@@ -122,8 +122,9 @@ static void maybe_seal_locked(struct chain *c, uint64_t now, bool flushed)
 		seal_locked(c);
 		return;
 	}
-	if (c->inflight == 0 && c->queued == 0) {
-		/* Idle: nothing to batch behind, seal at once. */
+	if (c->inflight == 0 && c->queued == 0 && !(c->cfg.linger_idle && !c->cfg.group_commit)) {
+		/* Idle: nothing to batch behind, seal at once (unless the
+		 * linger is a cost setting: linger_idle). */
 		seal_locked(c);
 		return;
 	}

@@ -6,7 +6,8 @@
  * number and byte offset (contiguous per stream) and frames it into the
  * open flight; flights are sealed by size, by linger (with group_commit:
  * when a slot PUT returns, so whoever arrived during a flush rides the
- * next one), or at once when the chain is idle; up to put_window slot
+ * next one), or at once when the chain is idle (unless linger_idle); up
+ * to put_window slot
  * PUTs run at once; and
  * acknowledgements are released strictly in slot order ("one flusher
  * owns order"): a flight is acked only when its slot and every lower slot
@@ -83,6 +84,9 @@ struct chain_cfg {
 	uint64_t linger_ns;       /* seal this long after a flight's first record */
 	bool group_commit;        /* instead of linger: while a PUT is in flight, the
 				   * open flight seals when a PUT returns */
+	bool linger_idle;         /* without group_commit: a flight waits out its
+				   * linger on an idle chain too (fewer PUTs for a
+				   * trickle); else an idle chain seals at once */
 	uint64_t put_timeout_ns;  /* give up on a slot (halt) after retrying this long */
 	struct bundle_enc_opts enc;
 	struct store *store;      /* borrowed for the chain's life */

@@ -109,6 +109,13 @@ static void on_halted(void *arg, unsigned cls, uint64_t epoch, int err)
 		auditor_report_halt(st->auditor, cls, epoch);
 }
 
+/* A linger this long or longer is a cost setting (novafs(8) linger_us):
+ * the flight waits it out on an idle chain too, so a trickle of records
+ * from many writers shares PUTs even when the store answers faster than
+ * they arrive.  Shorter (the default 1 ms) is a latency setting: an idle
+ * chain seals at once and a lone writer never waits for the linger. */
+#define LINGER_IDLE_MIN_NS (10 * NV_NS_PER_MS)
+
 uint64_t star_class_linger_ns(const struct star_cfg *cfg, unsigned cls)
 {
 	if (cls < NV_CLASS_COUNT && cfg->linger_class_ns[cls] >= 0)
@@ -164,6 +171,7 @@ static int start_class(struct star *st, unsigned cls)
 	cc.put_window = st->cfg.put_window; cc.group_commit = st->cfg.group_commit != 0;
 	cc.flight_max = st->cfg.flight_max;
 	cc.linger_ns = star_class_linger_ns(&st->cfg, cls);
+	cc.linger_idle = cc.linger_ns >= LINGER_IDLE_MIN_NS;
 	cc.put_timeout_ns = st->cfg.put_timeout_ns;
 	cc.enc.chunk_target = (size_t)st->cfg.chunk_kib << 10;
 	cc.enc.zstd_level = st->cfg.zstd_level;
@@ -182,9 +190,10 @@ static int start_class(struct star *st, unsigned cls)
 	rc = chain_new(&cc, &st->chains[cls]);
 	if (rc)
 		return rc;
-	nv_log(NV_INFO, NV_SUB_MAIN, "star %s: %s chain epoch %llu started (linger %llu us)",
+	nv_log(NV_INFO, NV_SUB_MAIN, "star %s: %s chain epoch %llu started (linger %llu us%s)",
 	       st->id, nv_class_name(cls), (unsigned long long)row.epoch,
-	       (unsigned long long)(cc.linger_ns / NV_NS_PER_US));
+	       (unsigned long long)(cc.linger_ns / NV_NS_PER_US),
+	       cc.linger_idle && !cc.group_commit ? ", also when idle" : "");
 	return 0;
 }
 

@@ -369,6 +369,7 @@ void efx_start(struct efx *f, const struct efx_opts *o)
 	cc.flight_max = o->flight_max;
 	cc.linger_ns = o->linger_ns;
 	cc.group_commit = o->group_commit;
+	cc.linger_idle = o->linger_idle;
 	cc.put_timeout_ns = o->put_timeout_ns;
 	cc.enc.chunk_target = o->chunk_target;
 	cc.enc.zstd_level = o->zstd_level;

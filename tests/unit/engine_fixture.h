@@ -64,6 +64,7 @@ struct efx_opts {
 	uint64_t put_timeout_ns;   /* 10 s */
 	unsigned put_window;       /* 4 */
 	bool group_commit;         /* false: linger seals while PUTs are in flight */
+	bool linger_idle;          /* false: an idle chain seals at once */
 	size_t chunk_target;       /* 64 KiB */
 	int zstd_level;            /* 0: raw chunks, so tests can corrupt them exactly */
 	uint32_t absorb_batch_slots; /* 1: one batch per flight, deterministic */

@@ -602,6 +602,50 @@ static void test_chain_seal_idle_at_once(void **state)
 	assert_int_equal(flights(f), 5);
 }
 
+/* linger_idle (a cost setting: star.c LINGER_IDLE_MIN_NS): records on an
+ * idle chain wait for the linger and share one flight; the sealer seals
+ * it when the linger has passed. */
+static void test_chain_seal_idle_waits_linger(void **state)
+{
+	struct efx *f = *state;
+	struct efx_opts o;
+	struct nv_stream *s;
+	uint8_t body[32] = { 1 };
+
+	efx_opts_default(&o);
+	o.linger_ns = 3600 * NV_NS_PER_S;
+	o.linger_idle = true;
+	efx_start(f, &o);
+	s = efx_stream(f, "x", -1);
+	for (int i = 0; i < 3; i++) {
+		struct efx_rec *r = efx_recs(f, 1);
+
+		assert_int_equal(efx_append(f, s, body, sizeof(body), r), 0);
+		assert_int_equal(flights(f), 0); /* idle, and still open */
+	}
+	chain_flush(f->chain); /* a drain or fsync seals whatever the linger */
+	assert_int_equal(flights(f), 1);
+	must_done(f, 3);
+}
+
+/* linger_idle with a linger that passes: the sealer seals on its own. */
+static void test_chain_seal_idle_linger_passes(void **state)
+{
+	struct efx *f = *state;
+	struct efx_opts o;
+	struct nv_stream *s;
+	uint8_t body[32] = { 1 };
+
+	efx_opts_default(&o);
+	o.linger_ns = 20 * NV_NS_PER_MS;
+	o.linger_idle = true;
+	efx_start(f, &o);
+	s = efx_stream(f, "x", -1);
+	assert_int_equal(efx_append(f, s, body, sizeof(body), efx_recs(f, 1)), 0);
+	must_done(f, 1);
+	assert_int_equal(flights(f), 1);
+}
+
 static void test_chain_seal_by_size(void **state)
 {
 	struct efx *f = *state;
@@ -1217,6 +1261,8 @@ int main(void)
 		T(test_chain_ack_order_out_of_order_puts),
 		T(test_chain_ack_order_ladder),
 		T(test_chain_seal_idle_at_once),
+		T(test_chain_seal_idle_waits_linger),
+		T(test_chain_seal_idle_linger_passes),
 		T(test_chain_group_commit),
 		T(test_chain_seal_by_size),
 		T(test_chain_seal_by_linger),
