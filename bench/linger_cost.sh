@@ -12,8 +12,12 @@
 # requests) per 1,000 appends, records per flight, and the ack latency
 # p50/p99 of the writes.
 #
+# With RGW=1 the store is a throwaway Ceph RGW on 127.0.0.1 instead
+# (tests/s3/s3lib.sh; LATENCY_MS is then 0: the PUT's own round trip is
+# the cost), the issue-13 figure "requests per 1,000 appends on RGW".
+#
 # Environment: WRITERS, REC_SIZE, INTERVAL_MS, DURATION, LATENCY_MS,
-# LINGERS_US, REPS, plus the common ones of bench/lib.sh.
+# LINGERS_US, REPS, RGW (0), plus the common ones of bench/lib.sh.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -24,10 +28,30 @@ set -euo pipefail
 : "${LATENCY_MS:=20}"
 : "${LINGERS_US:=1000 50000}"
 : "${REPS:=2}"
+: "${RGW:=0}"
 
 bench_init linger_cost
 need_space 512
 faults=
+if [ "$RGW" = 1 ]; then
+	LATENCY_MS=0
+	. "$BENCH_DIR/../tests/s3/s3lib.sh"
+	s3_rgw_start "$B_TMP/rgw" > "$B_TMP/rgw.out" 2>&1 ||
+		die "the RGW did not start: $(tail -3 "$B_TMP/rgw.out")"
+	# The mount goes (bench_cleanup) before the RGW it writes to.
+	linger_cleanup() {
+		local rc=$?
+		set +e
+		nv_is_mounted "$MNT" && timeout 60 fusermount3 -u "$MNT"
+		s3_rgw_stop "$B_TMP/rgw"
+		(exit "$rc")
+		bench_cleanup
+	}
+	trap linger_cleanup EXIT
+	s3_rgw_bucket_create linger || die "cannot create the RGW bucket"
+	faults="store=$(s3_rgw_url linger),"
+	say "store: RGW at $NOVAFS_RGW_ENDPOINT"
+fi
 ((LATENCY_MS > 0)) && faults="store_faults=latency_ms=$LATENCY_MS:prefix=chains/,"
 
 # kv KEY LINE: the value of KEY=... in a key=value line.
@@ -54,8 +78,8 @@ for rep in $(seq 1 "$REPS"); do
 		nova_stop
 	done
 done
-printf '\n== linger_cost: %d writers x 1 record of %d B every %d ms, PUT latency %d ms; median [min-max]\n' \
-	"$WRITERS" "$REC_SIZE" "$INTERVAL_MS" "$LATENCY_MS"
+printf '\n== linger_cost: %d writers x 1 record of %d B every %d ms, PUT latency %d ms%s; median [min-max]\n' \
+	"$WRITERS" "$REC_SIZE" "$INTERVAL_MS" "$LATENCY_MS" "$([ "$RGW" = 1 ] && echo ', store RGW')"
 printf '%-10s %-28s %-24s %s\n' linger_us puts_per_1000_appends p50_us p99_us
 for l in $LINGERS_US; do
 	# shellcheck disable=SC2086
