@@ -59,7 +59,7 @@ install_etcd() {
 # not handed out before by this script ($dir/ports).
 free_port() {
 	while :; do
-		p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000 ))
+		p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 12000 )) # below the ephemeral ports (32768-): no client socket holds it
 		grep -qx "$p" "$dir/ports" 2>/dev/null && continue
 		ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p" >>"$dir/ports"; echo "$p"; return; }
 	done

@@ -360,7 +360,7 @@ nv_remount() {
 nv_free_port() {
 	local p
 	while :; do
-		p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000 ))
+		p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 12000 )) # below the ephemeral ports (32768-): no client socket holds it
 		grep -qx "$p" "$NV_TMP/ports" 2>/dev/null && continue
 		ss -Htln "sport = :$p" 2>/dev/null | grep -q . && continue
 		echo "$p" >> "$NV_TMP/ports"

@@ -48,7 +48,7 @@ install_s3rver() {
 
 free_port() {
 	while :; do
-		p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000 ))
+		p=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom) % 12000 )) # below the ephemeral ports (32768-): no client socket holds it
 		ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return; }
 	done
 }
@@ -82,21 +82,35 @@ do_start() {
 		print_env
 		return 0
 	fi
-	port=$(free_port)
-	NODE_OPTIONS=--openssl-legacy-provider node "$CACHE/node_modules/.bin/s3rver" \
-		-d "$dir/data" -a 127.0.0.1 -p "$port" --no-vhost-buckets \
-		--configure-bucket "$BUCKET" >"$dir/s3rver.log" 2>&1 </dev/null &
-	echo $! >"$dir/s3rver.pid"
-	i=0
-	until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/$BUCKET")" = 200 ]; do
-		i=$((i + 1))
-		if [ $i -gt $((WAIT_S * 10)) ] || ! kill -0 "$(cat "$dir/s3rver.pid")" 2>/dev/null; then
-			log "s3rver did not come up"
-			tail -5 "$dir/s3rver.log" >&2 || true
-			do_stop
-			exit 1
+	# A port free when picked can be taken before s3rver binds it (CI saw
+	# EADDRINUSE): three tries, each on a new port.
+	tries=0
+	while :; do
+		tries=$((tries + 1))
+		port=$(free_port)
+		NODE_OPTIONS=--openssl-legacy-provider node "$CACHE/node_modules/.bin/s3rver" \
+			-d "$dir/data" -a 127.0.0.1 -p "$port" --no-vhost-buckets \
+			--configure-bucket "$BUCKET" >"$dir/s3rver.log" 2>&1 </dev/null &
+		echo $! >"$dir/s3rver.pid"
+		i=0 up=0
+		while [ $i -le $((WAIT_S * 10)) ] && kill -0 "$(cat "$dir/s3rver.pid")" 2>/dev/null; do
+			if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/$BUCKET")" = 200 ]; then
+				up=1
+				break
+			fi
+			i=$((i + 1))
+			sleep 0.1
+		done
+		[ $up = 1 ] && break
+		if [ $tries -lt 3 ] && grep -q EADDRINUSE "$dir/s3rver.log" 2>/dev/null; then
+			log "port $port was taken before s3rver bound it; another port"
+			kill -9 "$(cat "$dir/s3rver.pid")" 2>/dev/null || true
+			continue
 		fi
-		sleep 0.1
+		log "s3rver did not come up"
+		tail -5 "$dir/s3rver.log" >&2 || true
+		do_stop
+		exit 1
 	done
 	ep="http://127.0.0.1:$port"
 	cat >"$dir/env" <<ENV
