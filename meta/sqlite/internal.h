@@ -118,6 +118,12 @@ struct sq_be {
 	/* Earliest lease deadline (CLOCK_MONOTONIC ns), UINT64_MAX when none;
 	 * written under wlock, read without it (a hint: past it, sweep). */
 	_Atomic uint64_t lease_due;
+	/* A read's sweep that failed (a full disk) is not retried by every
+	 * read: not before sweep_retry_ns (CLOCK_MONOTONIC), a wait that
+	 * doubles with each of sweep_fails failures in a row
+	 * (sq_read_sweep()).  Hints, read and written without a lock. */
+	_Atomic uint64_t sweep_retry_ns;
+	_Atomic unsigned sweep_fails;
 	_Atomic uint64_t rev; /* last committed revision (for watches) */
 
 	pthread_mutex_t rlock;
@@ -148,8 +154,9 @@ int sq_lease_sweep(struct sq_be *be);
 /* Lock not held: sweep when the earliest deadline has passed. */
 int sq_lease_sweep_due(struct sq_be *be);
 /* Before a read (lock not held): sq_lease_sweep_due(); 0 when the read
- * may use its plain statement, R_LIVE when the sweep failed (logged,
- * rate-limited) and it must use the _LIVE form. */
+ * may use its plain statement, R_LIVE when the sweep failed, or failed
+ * lately and waits out its back-off, and the read must use the _LIVE
+ * form.  The first failure of a run is a WARN line, its end an INFO. */
 int sq_read_sweep(struct sq_be *be);
 /* Bind the _LIVE statement's ?8 (now) and ?9 (boot).  SQLITE_OK or an
  * SQLite error. */

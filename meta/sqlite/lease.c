@@ -184,21 +184,48 @@ int sq_lease_sweep_due(struct sq_be *be)
 	return err;
 }
 
+/* The back-off of a read's failed sweep: the first retry after
+ * SWEEP_RETRY_MIN_NS, doubling to SWEEP_RETRY_MAX_NS.  Without it every
+ * read on a full disk tried a write transaction (and logged it). */
+#define SWEEP_RETRY_MIN_NS (100 * NV_NS_PER_MS)
+#define SWEEP_RETRY_MAX_NS (5 * NV_NS_PER_S)
+
 int sq_read_sweep(struct sq_be *be)
 {
-	static struct nv_ratelimit rl;
+	uint64_t now = nv_now_mono_ns(), wait = SWEEP_RETRY_MIN_NS;
+	unsigned fails;
 	int err;
 
-	if (atomic_load(&be->lease_due) > nv_now_mono_ns())
+	if (atomic_load(&be->lease_due) > now)
 		return 0;
+	if (atomic_load(&be->sweep_retry_ns) > now)
+		return R_LIVE; /* failed lately: hide, as after a failure */
 	err = NV_FP("meta.sweep");
 	if (!err)
 		err = sq_lease_sweep_due(be);
-	if (!err)
+	if (!err) {
+		fails = atomic_exchange(&be->sweep_fails, 0);
+		if (fails)
+			nv_log(NV_INFO, NV_SUB_META, "sqlite %s: sweeping expired leases works "
+			       "again, after %u failed tries", be->path, fails);
 		return 0;
-	nv_log_ratelimited(&rl, NV_WARN, NV_SUB_META,
-			   "sqlite %s: sweeping expired leases failed (%s); reads hide their "
-			   "keys until a sweep succeeds", be->path, strerror(-err));
+	}
+	fails = atomic_fetch_add(&be->sweep_fails, 1) + 1;
+	for (unsigned i = 1; i < fails && wait < SWEEP_RETRY_MAX_NS; i++)
+		wait *= 2;
+	if (wait > SWEEP_RETRY_MAX_NS)
+		wait = SWEEP_RETRY_MAX_NS;
+	atomic_store(&be->sweep_retry_ns, now + wait);
+	if (fails == 1)
+		nv_log(NV_WARN, NV_SUB_META, "sqlite %s: sweeping expired leases failed (%s); "
+		       "reads hide their keys until a sweep succeeds (retried after %llu ms, "
+		       "then less often, up to every %llu s)", be->path, strerror(-err),
+		       (unsigned long long)(wait / NV_NS_PER_MS),
+		       (unsigned long long)(SWEEP_RETRY_MAX_NS / NV_NS_PER_S));
+	else
+		nv_log(NV_DEBUG, NV_SUB_META, "sqlite %s: sweeping expired leases failed "
+		       "again (%s, %u in a row); next try in %llu ms", be->path,
+		       strerror(-err), fails, (unsigned long long)(wait / NV_NS_PER_MS));
 	return R_LIVE;
 }
 

@@ -1439,6 +1439,38 @@ static void test_kv_read_survives_failed_sweep(void **state)
 	assert_int_equal(kv_lease_keepalive(f->kv, id, &ttl), -ENOLCK);
 }
 
+/* SQLite: a read's failed sweep backs off (meta/sqlite/lease.c
+ * SWEEP_RETRY_MIN_NS, 100 ms, doubling): many reads on a full disk try
+ * the sweep at most once per 100 ms, not once each (it was a write
+ * transaction and a log line per read). */
+static void test_kv_failed_sweep_backs_off(void **state)
+{
+	struct fx *f = *state;
+	uint64_t id = 0, t0 = now_ms(), t1;
+	unsigned long h0, tries;
+	int rc;
+
+	assert_int_equal(kv_lease_grant(f->kv, KV_LEASE_TTL_MIN, &id), 0);
+	assert_int_equal(put_leased(f->kv, "bo/b", "leased", id), 0);
+	assert_int_equal(nv_fp_arm("meta.sweep=error:28"), 0); /* ENOSPC */
+	while ((rc = kv_get(f->kv, S("bo/b"), NULL, NULL)) == 0 &&
+	       now_ms() - t0 < 3000 * KV_LEASE_TTL_MIN)
+		sleep_ms(50);
+	assert_int_equal(rc, -ENOENT); /* past due: the sweep failed, hidden */
+	h0 = nv_fp_hits("meta.sweep");
+	assert_true(h0 >= 1);
+	t0 = now_ms();
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(kv_get(f->kv, S("bo/b"), NULL, NULL), -ENOENT);
+	t1 = now_ms();
+	tries = nv_fp_hits("meta.sweep") - h0;
+	/* At most one try per 100 ms of the loop, and one at its start. */
+	if (tries > 1 + (t1 - t0) / 100)
+		fail_msg("%lu sweeps in %llu ms of 200 reads", tries,
+			 (unsigned long long)(t1 - t0));
+	nv_fp_reset();
+}
+
 static void test_kv_watch_prompts_on_prefix_writes(void **state)
 {
 	struct fx *f = *state;
@@ -1591,6 +1623,7 @@ int main(void)
 		cmocka_unit_test(test_kv_open_bad_url),
 		T(test_kv_open_not_a_database),
 		T(test_kv_read_survives_failed_sweep),
+		T(test_kv_failed_sweep_backs_off),
 	};
 	const char *only = getenv("NOVAFS_KV_ONLY");
 	int rc = 0;
