@@ -257,6 +257,17 @@ static int release_all(struct star *st, const struct peer_list *p, struct handof
 
 /* ------------------------------------------------------------ class close */
 
+/* Is this star's epoch of cls SETTLED in the metastore (by another
+ * star's recovery: this star's own close settles it only after)? */
+static bool settled_elsewhere(struct star *st, unsigned cls, uint64_t epoch)
+{
+	struct meta_chain now;
+	uint64_t ver;
+
+	return meta_chain_get(st->kv, cls, star_id(st), epoch, &now, &ver) == 0 &&
+	       now.state == CHAIN_SETTLED;
+}
+
 int star_class_close(struct star *st, unsigned cls)
 {
 	uint64_t epoch = atomic_load(&st->epochs[cls]), ver, next;
@@ -289,7 +300,16 @@ int star_class_close(struct star *st, unsigned cls)
 		row.settled_ns = nv_now_wall_ns();
 		rc = meta_chain_cas(st->kv, &row, ver);
 	}
-	if (rc && epoch == atomic_load(&st->halted_epochs[cls])) {
+	if (rc && settled_elsewhere(st, cls, epoch)) {
+		/* Another star's recovery fenced and settled it (a take
+		 * after this star's registry lease lapsed, while it rejoined
+		 * with this new epoch): whatever it acked is below the fence
+		 * and covered by that settle. */
+		nv_log(NV_INFO, NV_SUB_MAIN, "%s epoch %llu was settled by another star (fenced "
+		       "while this star rejoined after losing its registry lease): nothing left "
+		       "to close", nv_class_name(cls), (unsigned long long)epoch);
+		rc = 0;
+	} else if (rc && epoch == atomic_load(&st->halted_epochs[cls])) {
 		/* Halted with the registry lease loss or a fenced absorb, the
 		 * restart not run: its acked records are durable in its slots,
 		 * nothing is lost. */

@@ -522,6 +522,26 @@ static void test_close_after_fenced_absorb(void **state)
 	assert_int_equal(kv_lease_revoke(kv, ld), 0);
 }
 
+/* An epoch another star settled while this one still ran it (a take
+ * after this star's registry lease lapsed fences and settles every epoch
+ * of it, also the one it had just started to rejoin with): the close
+ * finds the row SETTLED and is not an error; the soak's final unmount
+ * exited 1 so ("not closed cleanly (Operation canceled)"). */
+static void test_close_after_settled_elsewhere(void **state)
+{
+	struct fx *f = *state;
+	struct kv *kv = f->st->kv;
+	uint64_t e = star_epoch(f->st, NV_CLASS_STANDARD), ver;
+	struct meta_chain row;
+
+	assert_int_equal(meta_chain_get(kv, NV_CLASS_STANDARD, star_id(f->st), e, &row, &ver), 0);
+	row.state = CHAIN_SETTLED; /* as recover.c leaves it: fenced at cut 0 */
+	row.cut = 0;
+	row.settled_ns = nv_now_wall_ns();
+	assert_int_equal(meta_chain_cas(kv, &row, ver), 0);
+	assert_int_equal(star_class_close(f->st, NV_CLASS_STANDARD), 0);
+}
+
 /* The star's acked hook, as star_view_refresh() calls it. */
 static struct {
 	uint64_t stream, old_byte, new_byte;
@@ -1256,6 +1276,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_passed_lease_readied, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_after_fenced_absorb, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_after_settled_elsewhere, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duty_lease, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runner_cancel_not_walk, setup, teardown),
 	};
