@@ -78,11 +78,20 @@ sleep 12 # the time window measured: nothing to await
 t1=$(stamp)
 lines_between "$t0" "$t1" > "$NV_TMP/window"
 n4=$(wc -l < "$NV_TMP/window")
-if ((n4 > 18)); then
+# Per kind of line (numbers folded): a loop without back-off writes one
+# line per try, 60 in 12 s for the writer alone; each kind here is at
+# most the rate limit's burst (10, NV_RATELIMIT_BURST) or a back-off's
+# few tries.  In all, the registry lease's loss can fall inside the
+# window (it lapses star_lease_s after the metastore stopped taking
+# writes) and restart both chains: halt, settle, restart and store lines
+# for each, 24-33 lines seen, so the total's bound is 3 lines a second.
+kind_max=$(sed -E 's/^[^ ]+ [^ ]+ //; s/[0-9]+/N/g' "$NV_TMP/window" | sort | uniq -c | sort -rn |
+	awk 'NR == 1 { print $1 } END { if (NR == 0) print 0 }')
+if ((n4 > 36 || kind_max > 10)); then
 	sed -E 's/^[^ ]+ [^ ]+ //; s/[0-9]+/N/g' "$NV_TMP/window" | sort | uniq -c | sort -rn | head >&2
-	fail "$n4 error and warning lines in 12 s on a disk without a free block: a retry loop does not back off"
+	fail "$n4 error and warning lines in 12 s on a disk without a free block, $kind_max of one kind: a retry loop does not back off"
 fi
-say "ok: $n4 error/warning lines in 12 s with no free block, a write retried 5 times a second" \
+say "ok: $n4 error/warning lines in 12 s with no free block, at most $kind_max of a kind, a write retried 5 times a second" \
 	"($(fs_lines_between "$t0" "$t1") fs: lines for the refused writes)"
 nv_alive || fail "the daemon died on a disk without a free block"
 
