@@ -302,11 +302,11 @@ int star_class_close(struct star *st, unsigned cls)
 	}
 	if (rc && settled_elsewhere(st, cls, epoch)) {
 		/* Another star's recovery fenced and settled it (a take
-		 * after this star's registry lease lapsed, while it rejoined
-		 * with this new epoch): whatever it acked is below the fence
-		 * and covered by that settle. */
-		nv_log(NV_INFO, NV_SUB_MAIN, "%s epoch %llu was settled by another star (fenced "
-		       "while this star rejoined after losing its registry lease): nothing left "
+		 * after this star's registry lease lapsed: the epoch it
+		 * halted with, or the new one it rejoins with): whatever it
+		 * acked is below the fence and covered by that settle. */
+		nv_log(NV_INFO, NV_SUB_MAIN, "%s epoch %llu was settled by another star (its "
+		       "recovery fenced it after this star's registry lease lapsed): nothing left "
 		       "to close", nv_class_name(cls), (unsigned long long)epoch);
 		rc = 0;
 	} else if (rc && epoch == atomic_load(&st->halted_epochs[cls])) {
