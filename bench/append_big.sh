@@ -12,6 +12,11 @@
 #   C  (LOCAL_DSYNC=1) dd if=SRC of=LOCAL bs=1M count=SIZE_MB oflag=dsync
 #      (each 1 MiB write durable on return, like novafs; a reference only,
 #      the issue's target is against B)
+#   P  (PASSTHROUGH=1, the default when it builds) dd of=PT/FILE bs=1M
+#      oflag=dsync through libfuse's passthrough_ll example (lib.sh
+#      pt_start) of a directory beside LOCAL: each 1 MiB write durable on
+#      return, as novafs acks it, through FUSE (the issue's target: A >=
+#      0.8x P)
 #   F  (NOVA_FSYNC=1) like A into a stream set to user.nova.durable=fsync
 #      first: write() returns at admission, dd's close when all is durable
 #      (the bulk-load contract; timed until dd exits, i.e. until durable)
@@ -23,7 +28,7 @@
 # pays: zeros compress, random bytes do not.
 #
 # Environment: SIZE_MB (1024), REPS (3), SRCS ("zero random"), BS_MB (1),
-# LOCAL_DSYNC (1), NOVA_FSYNC (1),
+# LOCAL_DSYNC (1), NOVA_FSYNC (1), PASSTHROUGH (1 when passthrough_ll builds),
 # SETTLE_S (1), plus the common ones of bench/lib.sh (NOVA_OPTS, PROFILE...).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -34,6 +39,9 @@ set -euo pipefail
 : "${BS_MB:=1}"
 : "${LOCAL_DSYNC:=1}"
 : "${NOVA_FSYNC:=1}"
+PT_DEFAULT=0
+pt_available && PT_DEFAULT=1
+: "${PASSTHROUGH:=$PT_DEFAULT}"
 count=$((SIZE_MB / BS_MB))
 bytes=$((count * BS_MB * 1048576))
 
@@ -54,6 +62,7 @@ if [[ " $SRCS " == *" random "* ]]; then
 	cat "$B_TMP/random.src" > /dev/null # keep it in the page cache
 fi
 
+[ "$PASSTHROUGH" = 1 ] && pt_start "$B_TMP/ptsrc"
 nova_start
 mkdir "$MNT/big"
 settle
@@ -95,13 +104,27 @@ run_local() {
 	rm -f "$f"
 }
 
+# run_pt SRC: one dd oflag=dsync through passthrough_ll; prints seconds.
+run_pt() {
+	local f="$PT_MNT/pt.dat" t0 t1
+	rm -f "$f"
+	sync
+	t0=$(now)
+	dd if="$(src_path "$1")" of="$f" bs=${BS_MB}M count=$count oflag=dsync status=none
+	t1=$(now)
+	[ "$(stat -c %s "$f")" = "$bytes" ] || die "$f: wrong size"
+	echo "$(calc "$t1 - $t0")"
+	rm -f "$f"
+}
+
 # kv KEY LINE: the value of KEY=... in a key=value line.
 kv() { tr ' ' '\n' <<< "$2" | awk -F= -v k="$1" '$1 == k { print $2 }'; }
 
-declare -A NOVA LOCAL RATIO LDS RDS NCORES NGIB FS FSR FSGIB
+declare -A NOVA LOCAL RATIO LDS RDS NCORES NGIB FS FSR FSGIB PTS PTR
 TARGETS="nova local"
 [ "$LOCAL_DSYNC" = 1 ] && TARGETS="$TARGETS dsync"
 [ "$NOVA_FSYNC" = 1 ] && TARGETS="$TARGETS fsync"
+[ "$PASSTHROUGH" = 1 ] && TARGETS="$TARGETS pt"
 # rotate WORDS N: the words rotated left by N.
 rotate() {
 	local -a w
@@ -134,6 +157,7 @@ for rep in $(seq 1 "$REPS"); do
 				read -r e ecpu <<< "$(run_nova "$src" "$src-$rep-fsync" fsync)"
 				ecpu=$(prefix nova_fsync "$ecpu")
 				;;
+			pt) p=$(run_pt "$src") ;;
 			esac
 			settle
 		done
@@ -152,6 +176,12 @@ for rep in $(seq 1 "$REPS"); do
 			FS[$src]+="$em "
 			FSR[$src]+="$(calc "$em / $bm") "
 			FSGIB[$src]+="$(kv nova_fsync_cpu_s_per_gib "$ecpu") "
+		fi
+		if [ "$PASSTHROUGH" = 1 ]; then
+			pm=$(calc "$bytes / $p / 1e6")
+			result "src=$src rep=$rep size_mib=$SIZE_MB bs_mib=$BS_MB pt_dsync_s=$p pt_dsync_mbps=$pm ratio_vs_pt_dsync=$(calc "$am / $pm")"
+			PTS[$src]+="$pm "
+			PTR[$src]+="$(calc "$am / $pm") "
 		fi
 		if [ "$LOCAL_DSYNC" = 1 ]; then
 			cm=$(calc "$bytes / $c / 1e6")
@@ -189,6 +219,14 @@ if [ "$LOCAL_DSYNC" = 1 ]; then
 			"$(summary ${LDS[$src]})" "$(summary ${RDS[$src]})"
 	done
 fi
+if [ "$PASSTHROUGH" = 1 ]; then
+	printf '%-8s %-26s %-26s %s\n' source novafs passthrough_dsync ratio_vs_pt
+	for src in $SRCS; do
+		# shellcheck disable=SC2086
+		printf '%-8s %-26s %-26s %s\n' "$src" "$(summary ${NOVA[$src]})" \
+			"$(summary ${PTS[$src]})" "$(summary ${PTR[$src]})"
+	done
+fi
 for src in $SRCS; do
 	# shellcheck disable=SC2086
 	printf '%-8s novafs daemon CPU during dd: %s cores, %s s per GiB\n' "$src" \
@@ -200,3 +238,4 @@ for src in $SRCS; do
 	fi
 done
 nova_stop
+pt_stop

@@ -14,6 +14,9 @@
 #   A  novafs with the default options (plus NOVA_OPTS)
 #   B  local files on the same file system, O_WRONLY|O_APPEND|O_DSYNC (each
 #      write durable on return: the closest local equivalent)
+#   C  (PASSTHROUGH=1, the default when it builds) the same files through
+#      libfuse's passthrough_ll example (lib.sh pt_start), without O_DSYNC:
+#      FUSE's request path with nothing made durable, the issue's ceiling
 # Then a sweep of -o linger_us (SWEEP_LINGER) x put_window (SWEEP_WINDOW),
 # SWEEP_REPS interleaved rounds of SWEEP_DURATION seconds, novafs only.
 # novafs engine counters (user.nova.stats) give records per flight (batching)
@@ -29,7 +32,7 @@
 # REPS (3), MODES ("streams one"), SWEEP_LINGER ("0 200 1000"),
 # SWEEP_WINDOW ("1 4"), SWEEP_DURATION (5), SWEEP_REPS (2),
 # SWEEP_MODES ("streams one"; empty skips the sweep), SETTLE_S (1),
-# DIAG (0), DIAG_DURATION (5), DIAG_REPS (2), DIAG_WRITERS ("8 16 32 64"),
+# PASSTHROUGH (1 when passthrough_ll builds), DIAG (0), DIAG_DURATION (5), DIAG_REPS (2), DIAG_WRITERS ("8 16 32 64"),
 # plus the common ones of bench/lib.sh.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -48,6 +51,9 @@ set -euo pipefail
 HELPER=$BENCH_DIR/appendbench.py
 STAT_KEYS="appends flights absorb_batches span_refs backlog_waits"
 : "${DIAG:=0}"
+PT_DEFAULT=0
+pt_available && PT_DEFAULT=1
+: "${PASSTHROUGH:=$PT_DEFAULT}"
 : "${DIAG_DURATION:=5}"
 : "${DIAG_REPS:=2}"
 : "${DIAG_WRITERS:=8 16 32 64}"
@@ -88,9 +94,24 @@ run_local() {
 	echo "$out $(cpu_delta "$c0" "$c1" | sed 's/daemon_cores=[^ ]* //')"
 }
 
+# run_pt MODE DURATION: the same writers through passthrough_ll, not durable.
+run_pt() {
+	local out c0 c1
+	rm -rf "$B_TMP/ptsrc/w"
+	mkdir -p "$B_TMP/ptsrc/w"
+	sync
+	c0=$(cpu_snap)
+	out=$(python3 "$HELPER" --dir "$PT_MNT/w" --mode "$1" --writers "$WRITERS" \
+		--size "$REC_SIZE" --duration "$2" --warmup "$WARMUP")
+	c1=$(cpu_snap)
+	rm -rf "$B_TMP/ptsrc/w"
+	echo "$out $(cpu_delta "$c0" "$c1" | sed 's/daemon_cores=[^ ]* //')"
+}
+
 declare -A R
 add() { R[$1]+="$2 "; }
 
+[ "$PASSTHROUGH" = 1 ] && pt_start "$B_TMP/ptsrc"
 nova_start
 settle
 for rep in $(seq 1 "$REPS"); do
@@ -105,6 +126,17 @@ for rep in $(seq 1 "$REPS"); do
 		result "target=novafs mode=$mode rep=$rep writers=$WRITERS rec=$REC_SIZE $a"
 		result "target=local_dsync mode=$mode rep=$rep writers=$WRITERS rec=$REC_SIZE $b"
 		result "target=ratio mode=$mode rep=$rep appends_ratio=$ratio"
+		if [ "$PASSTHROUGH" = 1 ]; then
+			c=$(run_pt "$mode" "$DURATION")
+			settle
+			[ "$(kv size_ok "$c")" = 1 ] || die "size check failed: $c"
+			pr=$(calc "$(kv appends_per_s "$a") / $(kv appends_per_s "$c")")
+			result "target=passthrough mode=$mode rep=$rep writers=$WRITERS rec=$REC_SIZE $c"
+			result "target=ratio_pt mode=$mode rep=$rep appends_ratio=$pr"
+			for k in appends_per_s p50_us p99_us p999_us; do add "pt-$mode-$k" "$(kv $k "$c")"; done
+			add "ratio_pt-$mode" "$pr"
+			add "p50ratio-$mode" "$(calc "$(kv p50_us "$a") / $(kv p50_us "$b")")"
+		fi
 		for k in appends_per_s p50_us p99_us p999_us; do
 			add "nova-$mode-$k" "$(kv $k "$a")"
 			add "local-$mode-$k" "$(kv $k "$b")"
@@ -203,6 +235,13 @@ fi
 			"$(summary ${R[local-$mode-appends_per_s]})" "$(summary ${R[local-$mode-p50_us]})" \
 			"$(summary ${R[local-$mode-p99_us]})" "$(summary ${R[local-$mode-p999_us]})" -
 		printf '%-8s %-12s %s\n' "$mode" ratio "$(summary ${R[ratio-$mode]})"
+		if [ "$PASSTHROUGH" = 1 ]; then
+			printf '%-8s %-12s %-26s %-20s %-20s %-22s %s\n' "$mode" passthrough \
+				"$(summary ${R[pt-$mode-appends_per_s]})" "$(summary ${R[pt-$mode-p50_us]})" \
+				"$(summary ${R[pt-$mode-p99_us]})" "$(summary ${R[pt-$mode-p999_us]})" -
+			printf '%-8s %-12s %s\n' "$mode" ratio_pt "$(summary ${R[ratio_pt-$mode]})"
+			printf '%-8s %-12s %s\n' "$mode" p50_ratio "$(summary ${R[p50ratio-$mode]}) (novafs p50 / local_dsync p50, paired)"
+		fi
 	done
 	printf 'CPU during the runs (2 cores = 1.0 sys_busy): novafs daemon cores, machine busy fraction\n'
 	for mode in $MODES; do
@@ -241,3 +280,4 @@ fi
 	fi
 }
 nova_stop
+pt_stop

@@ -60,6 +60,8 @@ NV_PID=       # the running daemon, empty when none (tests/lib/daemon.sh)
 B_BG=()       # helper PIDs (perf, strace, writers) the EXIT trap kills
 B_DAEMONS=()  # every daemon PID started
 B_RMDIRS=()   # extra temp dirs (e.g. on /dev/shm) the EXIT trap removes
+PT_PID=       # the running passthrough_ll, empty when none
+PT_MNT=       # its mount point, set by pt_start
 
 say() { printf '%s: %s\n' "$B_NAME" "$*" >&2; }
 die() {
@@ -113,6 +115,7 @@ bench_cleanup() {
 		nv_wait_pid_exit "$p" 5 || kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
+	[ -n "$PT_PID" ] && pt_stop
 	if nv_is_mounted "$MNT"; then
 		timeout 60 fusermount3 -u "$MNT" 2>/dev/null ||
 			timeout 10 fusermount3 -uz "$MNT" 2>/dev/null ||
@@ -286,6 +289,56 @@ drop_caches() {
 settle() {
 	sync
 	sleep "${SETTLE_S:-1}"
+}
+
+# ---------------------------------------------------------------- passthrough
+
+# The issue's reference FUSE file system: libfuse's own passthrough_ll,
+# built from the example source the libfuse3-dev package installs (the
+# package novafs builds against; nothing of it is copied into this tree)
+# into the temp dir.  It forwards each request to a directory of the same
+# file system, so FUSE's request path is paid and novafs's engine is not.
+: "${PT_SRC_C:=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c}"
+: "${PT_OPTS:=}"  # extra -o options for passthrough_ll (default: its own)
+
+# pt_available: whether passthrough_ll can be built here.
+pt_available() { [ -r "$PT_SRC_C" ] && command -v cc > /dev/null; }
+
+# pt_build: compile passthrough_ll into $B_TMP (once).
+pt_build() {
+	[ -x "$B_TMP/passthrough_ll" ] && return 0
+	pt_available || die "no $PT_SRC_C (libfuse3-dev's examples) or no cc"
+	# The example defines _GNU_SOURCE itself.
+	cc -O2 -Wno-unused -I"$(dirname "$PT_SRC_C")" -o "$B_TMP/passthrough_ll" \
+		"$PT_SRC_C" $(pkg-config --cflags --libs fuse3) -lpthread ||
+		die "building passthrough_ll failed"
+}
+
+# pt_start SRCDIR: mount passthrough_ll of SRCDIR at $B_TMP/pt (foreground
+# process in the background, so its PID is known).
+pt_start() {
+	local n=300
+	pt_build
+	PT_MNT=$B_TMP/pt
+	mkdir -p "$PT_MNT" "$1"
+	[ -z "$PT_PID" ] || die "pt_start: passthrough_ll $PT_PID is already running"
+	"$B_TMP/passthrough_ll" -f -o "source=$1${PT_OPTS:+,$PT_OPTS}" "$PT_MNT" \
+		>> "$B_TMP/passthrough.log" 2>&1 &
+	PT_PID=$!
+	until nv_is_mounted "$PT_MNT"; do
+		nv_pid_alive "$PT_PID" || die "passthrough_ll exited: $(tail -3 "$B_TMP/passthrough.log")"
+		((n-- > 0)) || die "passthrough_ll did not mount within 30 s"
+		sleep 0.1
+	done
+}
+
+# pt_stop: unmount and wait for passthrough_ll to exit.
+pt_stop() {
+	[ -n "$PT_PID" ] || return 0
+	fusermount3 -u "$PT_MNT" 2>/dev/null || fusermount3 -uz "$PT_MNT" 2>/dev/null
+	nv_wait_pid_exit "$PT_PID" 30 || kill -9 "$PT_PID" 2>/dev/null
+	wait "$PT_PID" 2>/dev/null || true
+	PT_PID=
 }
 
 # ---------------------------------------------------------------- profiling

@@ -17,6 +17,10 @@
 #      cat again: a tuning diagnostic.  (The kernel gives FUSE 128 KiB; novafs
 #      now raises it itself, -o kernel_readahead_kib, 8192 by default, so A
 #      and E only differ when the two values do.)
+#   P  (PASSTHROUGH=1, the default when it builds) like B and D, but through
+#      libfuse's passthrough_ll example (lib.sh pt_start) of the local file's
+#      directory, remounted and drop_caches first: the issue's target is
+#      A >= 0.9x P (cat) for transit slots and for settled objects
 # Two phases (PHASES):
 #   transit  the stream as the appends left it: 1 MiB slots of the chain,
 #            read through span refs (settlement deferred, see lib.sh)
@@ -33,7 +37,8 @@
 # FUSE_RA_KB (the disk's read_ahead_kb; empty: skip E), PHASES ("transit
 # settled"), SETTLE_AGE_CAP_S (5: the settled stream's age cap; the size
 # trigger alone settled only the first ~8 MiB of a burst), VERIFY (1),
-# SETTLE_S (1), plus the common ones of bench/lib.sh.
+# PASSTHROUGH (1 when passthrough_ll builds), SETTLE_S (1), plus the common
+# ones of bench/lib.sh.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -43,6 +48,9 @@ set -euo pipefail
 : "${DIRECT:=1}"
 : "${VERIFY:=1}"
 : "${PHASES:=transit settled}"
+PT_DEFAULT=0
+pt_available && PT_DEFAULT=1
+: "${PASSTHROUGH:=$PT_DEFAULT}"
 LOCAL_RA_KB=$(cat "/sys/block/$(basename "$(df --output=source /var/tmp | tail -1)")/queue/read_ahead_kb" 2>/dev/null || echo 128)
 : "${FUSE_RA_KB=$LOCAL_RA_KB}"
 bytes=$((SIZE_MB * 1048576))
@@ -50,7 +58,8 @@ bytes=$((SIZE_MB * 1048576))
 bench_init read_cold
 need_space $((4 * SIZE_MB + 1024))
 
-LOCAL=$B_TMP/local.dat
+mkdir -p "$B_TMP/ptsrc"
+LOCAL=$B_TMP/ptsrc/local.dat
 case $SRC in
 random) head -c "$bytes" /dev/urandom > "$LOCAL" ;;
 zero) head -c "$bytes" /dev/zero > "$LOCAL" ;;
@@ -125,6 +134,13 @@ nova_cold() {
 	sleep 0.2
 }
 
+pt_cold() {
+	pt_stop
+	pt_start "$B_TMP/ptsrc"
+	drop_caches
+	sleep 0.2
+}
+
 local_cold() {
 	drop_caches
 	sleep 0.2
@@ -180,6 +196,14 @@ for rep in $(seq 1 "$REPS"); do
 			bm=$(calc "$bytes / $b / 1e6")
 			r=$(calc "$am / $bm")
 			result "phase=$phase kind=$kind src=$SRC rep=$rep size_mib=$SIZE_MB nova_s=$a nova_mbps=$am local_s=$b local_mbps=$bm ratio=$r $acpu $bcpu $d"
+			if [ "$PASSTHROUGH" = 1 ] && [ "$kind" != cat_ra ]; then
+				pt_cold
+				p=$(timed read_cmd "$kind" "$PT_MNT/local.dat")
+				pm=$(calc "$bytes / $p / 1e6")
+				result "phase=$phase kind=$kind src=$SRC rep=$rep size_mib=$SIZE_MB pt_s=$p pt_mbps=$pm ratio_vs_pt=$(calc "$am / $pm")"
+				add "pt-$phase-$kind" "$pm"
+				add "ratio_pt-$phase-$kind" "$(calc "$am / $pm")"
+			fi
 			add "nova-$phase-$kind" "$am"
 			add "local-$phase-$kind" "$bm"
 			add "ratio-$phase-$kind" "$r"
@@ -223,6 +247,17 @@ done
 				"$(summary ${R[local-$p]})" "$(summary ${R[ratio-$p]})"
 		done
 	done
+	if [ "$PASSTHROUGH" = 1 ]; then
+		printf '%-8s %-8s %-26s %-26s %s\n' phase read novafs passthrough ratio_vs_pt
+		for phase in $PHASES; do
+			for kind in $KINDS; do
+				[ "$kind" = cat_ra ] && continue
+				p=$phase-$kind
+				printf '%-8s %-8s %-26s %-26s %s\n' "$phase" "$kind" "$(summary ${R[nova-$p]})" \
+					"$(summary ${R[pt-$p]})" "$(summary ${R[ratio_pt-$p]})"
+			done
+		done
+	fi
 	for phase in $PHASES; do
 		for kind in $KINDS; do
 			printf '%-8s %-8s novafs daemon CPU during the read: %s cores, %s s per GiB\n' \
@@ -232,3 +267,4 @@ done
 	done
 }
 nova_stop
+pt_stop
