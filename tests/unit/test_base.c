@@ -115,6 +115,52 @@ static void test_base_crc32c_hw_equals_sw(void **state)
 	free(buf);
 }
 
+/* Long buffers take the three-chain path (crc32c.c: runs of 3 x 8192 and
+ * 3 x 256 bytes, joined by the zero-byte tables); every length around
+ * those run boundaries, and random ones, equal the software reference. */
+static void test_base_crc32c_hw_long_equals_sw(void **state)
+{
+	static const size_t edges[] = { 3 * 256, 3 * 8192 };
+	size_t max = 4 * 3 * 8192 + 64;
+	uint8_t *buf = malloc(max);
+
+	assert_non_null(buf);
+	for (size_t i = 0; i < max; i++)
+		buf[i] = (uint8_t)rng();
+	for (size_t e = 0; e < sizeof(edges) / sizeof(edges[0]); e++)
+		for (size_t k = 1; k <= 3; k++)
+			for (size_t d = 0; d < 24; d++) {
+				size_t len = k * edges[e] + d - 12;
+
+				assert_int_equal(nv_crc32c(7, buf + (d & 7), len),
+						 nv_crc32c_sw(7, buf + (d & 7), len));
+			}
+	for (int round = 0; round < 200; round++) {
+		size_t align = rng() % 16;
+		size_t len = rng() % (max - align);
+		uint32_t seed = (uint32_t)rng();
+
+		assert_int_equal(nv_crc32c(seed, buf + align, len),
+				 nv_crc32c_sw(seed, buf + align, len));
+	}
+	/* A whole 1 MiB-like buffer, incrementally in odd pieces. */
+	{
+		uint32_t whole = nv_crc32c(0, buf, max), c = 0;
+
+		for (size_t off = 0; off < max;) {
+			size_t take = 1 + rng() % 30000;
+
+			if (take > max - off)
+				take = max - off;
+			c = nv_crc32c(c, buf + off, take);
+			off += take;
+		}
+		assert_int_equal(c, whole);
+		assert_int_equal(whole, nv_crc32c_sw(0, buf, max));
+	}
+	free(buf);
+}
+
 /* ------------------------------------------------------------------ */
 /* nv_buf                                                              */
 
@@ -732,6 +778,7 @@ int main(void)
 		cmocka_unit_test(test_base_crc32c_vectors),
 		cmocka_unit_test(test_base_crc32c_incremental),
 		cmocka_unit_test(test_base_crc32c_hw_equals_sw),
+		cmocka_unit_test(test_base_crc32c_hw_long_equals_sw),
 		cmocka_unit_test(test_base_buf_limit),
 		cmocka_unit_test(test_base_buf_printf),
 		cmocka_unit_test(test_base_buf_steal),
