@@ -838,12 +838,11 @@ static int frames_check(const uint8_t *p, size_t len, uint32_t nrec)
 	return off == len ? 0 : -EBADMSG;
 }
 
-int bundle_chunk_decode(const struct bundle_entry *e, const void *chunk,
-			size_t len, struct nv_buf *raw)
+/* What a chunk must pass before anything is allocated or written for it:
+ * the entry's bounds, the stored length and CRC, and a declared zstd
+ * content size equal to raw_len.  0 or -EBADMSG. */
+static int chunk_check(const struct bundle_entry *e, const void *chunk, size_t len)
 {
-	uint8_t *dst;
-	int rc;
-
 	/* The entry may come from anywhere: its chunk_off is not ours to
 	 * bound here, the rest is. */
 	if (entry_check(e, UINT64_MAX))
@@ -851,20 +850,27 @@ int bundle_chunk_decode(const struct bundle_entry *e, const void *chunk,
 	if (!chunk || len != e->comp_len || nv_crc32c(0, chunk, len) != e->crc)
 		return -EBADMSG;
 	if (e->codec == BUNDLE_ZSTD) {
-		/* A declared size that differs is rejected before anything
-		 * is allocated; an undeclared one is bounded below. */
+		/* A declared size that differs is rejected here; an
+		 * undeclared one is bounded by the decompression. */
 		unsigned long long fcs = ZSTD_getFrameContentSize(chunk, len);
 
 		if (fcs == ZSTD_CONTENTSIZE_ERROR ||
 		    (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != e->raw_len))
 			return -EBADMSG;
 	}
-	rc = nv_buf_reserve(raw, e->raw_len);
-	if (rc)
-		goto out;
-	dst = raw->ptr + raw->len;
+	return 0;
+}
+
+/* Decode a checked chunk into dst (raw_len bytes; may be chunk itself for
+ * a raw one) and check its frames.  0, -EBADMSG, -ENOMEM. */
+static int chunk_decode_checked(const struct bundle_entry *e, const void *chunk, size_t len,
+				uint8_t *dst)
+{
+	int rc;
+
 	if (e->codec == BUNDLE_RAW) {
-		memcpy(dst, chunk, e->raw_len);
+		if (dst != chunk) /* in place: the stored bytes are the frames */
+			memmove(dst, chunk, e->raw_len);
 	} else {
 		ZSTD_DCtx *dc = dctx_get();
 		size_t n;
@@ -884,12 +890,7 @@ int bundle_chunk_decode(const struct bundle_entry *e, const void *chunk,
 		if (n != e->raw_len)
 			return -EBADMSG;
 	}
-	rc = frames_check(dst, e->raw_len, e->nrec);
-	if (rc)
-		return rc;
-	raw->len += e->raw_len;
-	raw->ptr[raw->len] = 0; /* nv_buf keeps a NUL after the content */
-	return 0;
+	return frames_check(dst, e->raw_len, e->nrec);
 out:
 	if (rc == -ENOMEM)
 		nv_log(NV_WARN, NV_SUB_READ,
@@ -897,4 +898,36 @@ out:
 		       (unsigned long long)e->stream_id,
 		       (unsigned long long)e->first_seq, e->raw_len);
 	return rc;
+}
+
+int bundle_chunk_decode_into(const struct bundle_entry *e, const void *chunk, size_t len,
+			     uint8_t *dst)
+{
+	int rc = chunk_check(e, chunk, len);
+
+	if (rc)
+		return rc;
+	return dst ? chunk_decode_checked(e, chunk, len, dst) : -EBADMSG;
+}
+
+int bundle_chunk_decode(const struct bundle_entry *e, const void *chunk,
+			size_t len, struct nv_buf *raw)
+{
+	int rc = chunk_check(e, chunk, len);
+
+	if (rc)
+		return rc;
+	rc = nv_buf_reserve(raw, e->raw_len);
+	if (rc) {
+		nv_log(NV_WARN, NV_SUB_READ, "bundle chunk of stream %llu seq %llu (%u bytes): %s",
+		       (unsigned long long)e->stream_id, (unsigned long long)e->first_seq,
+		       e->raw_len, strerror(-rc));
+		return rc;
+	}
+	rc = chunk_decode_checked(e, chunk, len, raw->ptr + raw->len);
+	if (rc)
+		return rc;
+	raw->len += e->raw_len;
+	raw->ptr[raw->len] = 0; /* nv_buf keeps a NUL after the content */
+	return 0;
 }

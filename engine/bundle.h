@@ -191,6 +191,15 @@ int bundle_footer_stream(const struct bundle_footer *f, uint64_t stream,
 int bundle_chunk_decode(const struct bundle_entry *e, const void *chunk,
 			size_t len, struct nv_buf *raw) __attribute__((warn_unused_result));
 
+/*
+ * The same checks, decoding into dst (caller-owned, exactly e->raw_len
+ * bytes).  A raw chunk may be decoded in place (chunk == dst: the stored
+ * bytes are the frames, nothing is copied).  On failure dst holds
+ * garbage.  0, -EBADMSG, -ENOMEM.
+ */
+int bundle_chunk_decode_into(const struct bundle_entry *e, const void *chunk, size_t len,
+			     uint8_t *dst) __attribute__((warn_unused_result));
+
 /* A record inside decoded frames; body borrowed from the frames. */
 struct bundle_rec {
 	uint64_t ts;

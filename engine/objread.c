@@ -110,6 +110,37 @@ static int chunk_copy(void *arg, struct store *copy)
 	return rc ? rc : bundle_chunk_decode(a->e, a->stored, a->e->comp_len, a->raw);
 }
 
+struct chunk_into_args {
+	const char *key;
+	const struct bundle_entry *e;
+	uint8_t *dst;
+	uint8_t *stored; /* NULL for a raw chunk: read straight into dst */
+};
+
+static int chunk_into_copy(void *arg, struct store *copy)
+{
+	struct chunk_into_args *a = arg;
+	uint8_t *buf = a->stored ? a->stored : a->dst;
+	int rc = get_exact(copy, a->key, a->e->chunk_off, a->e->comp_len, buf);
+
+	return rc ? rc : bundle_chunk_decode_into(a->e, buf, a->e->comp_len, a->dst);
+}
+
+int objread_chunk_into(struct store *st, const char *key, const struct bundle_entry *e,
+		       uint8_t *dst)
+{
+	struct chunk_into_args a = { key, e, dst, NULL };
+	int rc;
+
+	if (e->codec != BUNDLE_RAW && e->codec != BUNDLE_ZSTD)
+		return -EBADMSG;
+	if (e->codec == BUNDLE_ZSTD && !(a.stored = malloc(e->comp_len ? e->comp_len : 1)))
+		return -ENOMEM;
+	rc = store_read_copies(st, key, chunk_into_copy, &a);
+	free(a.stored);
+	return rc;
+}
+
 int objread_chunk(struct store *st, const char *key, const struct bundle_entry *e,
 		  struct nv_buf *raw)
 {

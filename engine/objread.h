@@ -55,4 +55,13 @@ int objread_tail(struct store *st, const char *key, uint64_t *size, uint64_t *fo
 int objread_chunk(struct store *st, const char *key, const struct bundle_entry *e,
 		  struct nv_buf *raw) __attribute__((warn_unused_result));
 
+/*
+ * The same, decoded into dst (caller-owned, exactly e->raw_len bytes, e
+ * checked by bundle_footer_get()).  A raw chunk is read straight into
+ * dst and verified there: no staging buffer and no copy (the read path's
+ * chunk cache).  On failure dst holds garbage.  Errors as objread_chunk().
+ */
+int objread_chunk_into(struct store *st, const char *key, const struct bundle_entry *e,
+		       uint8_t *dst) __attribute__((warn_unused_result));
+
 #endif

@@ -431,23 +431,17 @@ static int get_footer(struct read_engine *re, const struct loc *l, struct bundle
 static int load_chunk(struct read_engine *re, const char *key, bool cached,
 		      const struct bundle_entry *e, struct rc_blob **out)
 {
-	struct nv_buf raw;
-	struct rc_blob *b = NULL;
+	struct rc_blob *b;
 	int rc;
 
 	NV_STAT_ADD(re->cfg.stats, chunk_fetches, 1);
-	nv_buf_init(&raw, e->raw_len);
-	rc = objread_chunk(re->cfg.store, key, e, &raw);
-	if (!rc) {
-		b = rc_blob_new(raw.len, e->nrec);
-		if (!b)
-			rc = -ENOMEM;
-	}
-	if (!rc) {
-		memcpy(b->data, raw.ptr, raw.len);
+	/* Decoded straight into the cache entry (a raw chunk is read into
+	 * it and verified in place); e->raw_len is bounded by the footer
+	 * (bundle_footer_get()). */
+	b = rc_blob_new(e->raw_len, e->nrec);
+	rc = b ? objread_chunk_into(re->cfg.store, key, e, b->data) : -ENOMEM;
+	if (!rc)
 		rc = chunkrec_index(e, b); /* decode verified exactly nrec frames */
-	}
-	nv_buf_free(&raw);
 	if (rc) {
 		rc_blob_unref(b);
 		return bad_object(re, key, cached, "chunk", rc);

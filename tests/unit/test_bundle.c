@@ -872,6 +872,64 @@ static void test_bundle_chunk_flip_every_byte(void **state)
 	fx_free(&fx);
 }
 
+/* bundle_chunk_decode_into() decodes what bundle_chunk_decode() does,
+ * into a caller's buffer, a raw chunk in place; and refuses every flipped
+ * byte of the stored chunk, in place too. */
+static void test_bundle_chunk_decode_into(void **state)
+{
+	struct fixture fx;
+	struct nv_buf raw;
+	unsigned nraw = 0, nzstd = 0;
+
+	small_fixture(&fx, 3);
+	nv_buf_init(&raw, BUNDLE_CHUNK_MAX);
+	for (uint32_t i = 0; i < fx.f.n; i++) {
+		struct bundle_entry e;
+		uint8_t *dst, *copy;
+
+		assert_int_equal(bundle_footer_get(&fx.f, i, &e), 0);
+		raw.len = 0;
+		assert_int_equal(bundle_chunk_decode(&e, fx.obj + e.chunk_off, e.comp_len, &raw), 0);
+		dst = malloc(e.raw_len);
+		copy = malloc(e.comp_len);
+		assert_non_null(dst);
+		assert_non_null(copy);
+		assert_int_equal(bundle_chunk_decode_into(&e, fx.obj + e.chunk_off, e.comp_len, dst),
+				 0);
+		assert_memory_equal(dst, raw.ptr, e.raw_len);
+		assert_int_equal(bundle_chunk_decode_into(&e, fx.obj + e.chunk_off, e.comp_len, NULL),
+				 -EBADMSG);
+		if (e.codec == BUNDLE_RAW) {
+			/* In place: the stored bytes are the frames. */
+			nraw++;
+			memcpy(copy, fx.obj + e.chunk_off, e.comp_len);
+			assert_int_equal(bundle_chunk_decode_into(&e, copy, e.comp_len, copy), 0);
+			assert_memory_equal(copy, raw.ptr, e.raw_len);
+			for (size_t b = 0; b < e.comp_len; b++) {
+				memcpy(copy, fx.obj + e.chunk_off, e.comp_len);
+				copy[b] ^= 0x10;
+				assert_int_equal(bundle_chunk_decode_into(&e, copy, e.comp_len, copy),
+						 -EBADMSG);
+			}
+		} else {
+			nzstd++;
+			for (size_t b = 0; b < e.comp_len; b++) {
+				memcpy(copy, fx.obj + e.chunk_off, e.comp_len);
+				copy[b] ^= 0x10;
+				assert_int_equal(bundle_chunk_decode_into(&e, copy, e.comp_len, dst),
+						 -EBADMSG);
+			}
+		}
+		free(dst);
+		free(copy);
+	}
+	/* The mixed fixture has chunks of both codecs. */
+	assert_true(nraw > 0);
+	assert_true(nzstd > 0);
+	nv_buf_free(&raw);
+	fx_free(&fx);
+}
+
 static void test_bundle_footer_truncated(void **state)
 {
 	struct fixture fx;
@@ -1578,6 +1636,7 @@ int main(void)
 		cmocka_unit_test(test_bundle_find_probes_only),
 		cmocka_unit_test(test_bundle_footer_flip_every_byte),
 		cmocka_unit_test(test_bundle_chunk_flip_every_byte),
+		cmocka_unit_test(test_bundle_chunk_decode_into),
 		cmocka_unit_test(test_bundle_footer_truncated),
 		cmocka_unit_test(test_bundle_hostile_footers),
 		cmocka_unit_test(test_bundle_zstd_bomb),
