@@ -524,8 +524,11 @@ static void *worker_main(void *arg)
 				pthread_mutex_lock(&c->lock);
 			}
 		}
-		release_ready_locked(c);
+		/* Seal first: the next flight's PUT (another worker) then
+		 * overlaps this one's release, whose replies to the writers
+		 * are syscalls each; released after, it waited for them. */
 		maybe_seal_locked(c, nv_now_mono_ns(), true);
+		release_ready_locked(c);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
