@@ -29,22 +29,24 @@
  * chain slots in segment files (engine/store/dir.h); every other URL as
  * store_open() does. */
 static int open_standard(const struct stack_cfg *cfg, const char *url, bool own,
-			 struct store **out)
+			 struct store **out, bool *segs_out)
 {
 	struct dir_store_opts o = { .slot_segments = true };
 	bool segs = cfg->slot_segments == STACK_SEGMENTS_ON ||
 		    (cfg->slot_segments == STACK_SEGMENTS_OWN && own);
 
-	if (segs && !strncmp(url, "dir:/", 5))
-		return dir_store_open_opts(url + 4, &o, out);
-	if (segs && url[0] == '/')
-		return dir_store_open_opts(url, &o, out);
+	*segs_out = false;
+	if (segs && (!strncmp(url, "dir:/", 5) || url[0] == '/')) {
+		*segs_out = true;
+		return dir_store_open_opts(url[0] == '/' ? url : url + 4, &o, out);
+	}
 	return store_open(url, out);
 }
 
 /* The store with its express set and faults: 0 and *out, or the error
  * and why->part. */
-static int open_store(const struct stack_cfg *cfg, struct store **out, struct stack_failure *why)
+static int open_store(const struct stack_cfg *cfg, struct store **out, bool *segs,
+		      struct stack_failure *why)
 {
 	struct store *std = NULL, *express = NULL;
 	int rc;
@@ -54,7 +56,7 @@ static int open_store(const struct stack_cfg *cfg, struct store **out, struct st
 		snprintf(why->url, sizeof(why->url), "%s", cfg->store_url);
 	else
 		snprintf(why->url, sizeof(why->url), "dir:%s/objects", cfg->data_dir);
-	rc = open_standard(cfg, why->url, !cfg->store_url, &std);
+	rc = open_standard(cfg, why->url, !cfg->store_url, &std, segs);
 	if (rc)
 		return rc;
 	if (cfg->express_urls && *cfg->express_urls) {
@@ -148,7 +150,7 @@ int stack_open(const struct stack_cfg *cfg, struct stack *out, struct stack_fail
 	if (!why)
 		why = &local;
 	memset(out, 0, sizeof(*out));
-	rc = open_store(cfg, &out->store, why);
+	rc = open_store(cfg, &out->store, &out->slot_segments, why);
 	if (rc)
 		return rc;
 	if (cfg->meta_url) {

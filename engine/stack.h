@@ -62,6 +62,8 @@ struct stack_cfg {
 struct stack {
 	struct store *store;
 	struct kv *kv;
+	bool slot_segments; /* the standard store is a directory store with
+			     * its chain slots in segment files */
 };
 
 /* Which layer stack_open() failed at, and the URL it was opening (the

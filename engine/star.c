@@ -116,11 +116,22 @@ static void on_halted(void *arg, unsigned cls, uint64_t epoch, int err)
  * chain seals at once and a lone writer never waits for the linger. */
 #define LINGER_IDLE_MIN_NS (10 * NV_NS_PER_MS)
 
-uint64_t star_class_linger_ns(const struct star_cfg *cfg, unsigned cls)
+uint64_t star_class_linger_ns(const struct star_cfg *cfg, unsigned cls, bool seg_store)
 {
 	if (cls < NV_CLASS_COUNT && cfg->linger_class_ns[cls] >= 0)
 		return (uint64_t)cfg->linger_class_ns[cls];
-	return cfg->linger_ns;
+	if (cfg->linger_ns >= 0)
+		return (uint64_t)cfg->linger_ns;
+	return seg_store ? 0 : STAR_LINGER_REQUEST_NS;
+}
+
+/* Whether class cls's slots go to segment files of a directory store:
+ * the standard store keeps them there, and an express set (S3) does not
+ * take this class. */
+static bool class_seg_store(const struct star *st, unsigned cls)
+{
+	return st->slot_segs &&
+	       (cls != NV_CLASS_EXPRESS || !st->cfg.express_urls || !*st->cfg.express_urls);
 }
 
 static int start_class(struct star *st, unsigned cls)
@@ -170,7 +181,7 @@ static int start_class(struct star *st, unsigned cls)
 	cc.first_slot = 0;
 	cc.put_window = st->cfg.put_window; cc.group_commit = st->cfg.group_commit != 0;
 	cc.flight_max = st->cfg.flight_max;
-	cc.linger_ns = star_class_linger_ns(&st->cfg, cls);
+	cc.linger_ns = star_class_linger_ns(&st->cfg, cls, class_seg_store(st, cls));
 	cc.linger_idle = cc.linger_ns >= LINGER_IDLE_MIN_NS;
 	cc.put_timeout_ns = st->cfg.put_timeout_ns;
 	cc.enc.chunk_target = (size_t)st->cfg.chunk_kib << 10;
@@ -337,6 +348,7 @@ static int open_stack(struct star *st)
 	}
 	st->store = stk.store;
 	st->kv = stk.kv;
+	st->slot_segs = stk.slot_segments;
 	return 0;
 }
 

@@ -88,9 +88,17 @@
 
 struct star;
 
+/* The default linger of a chain whose slot PUT is a request to an object
+ * store: a millisecond of batching per PUT (novafs(8) linger_us). */
+#define STAR_LINGER_REQUEST_NS (1000 * NV_NS_PER_US)
+
 /* The linger of class cls's chain under cfg (borrowed): its own
- * linger_class_ns when set (>= 0), else linger_ns. */
-uint64_t star_class_linger_ns(const struct star_cfg *cfg, unsigned cls);
+ * linger_class_ns when set (>= 0), else linger_ns when set (>= 0), else
+ * by the store: 0 when the class's slots go to segment files of a local
+ * directory store (seg_store: a PUT is a write and a shared flush, not a
+ * request; concurrent PUTs already share that flush, so waiting would
+ * only add latency: bench/RESULTS.md), else STAR_LINGER_REQUEST_NS. */
+uint64_t star_class_linger_ns(const struct star_cfg *cfg, unsigned cls, bool seg_store);
 
 /* Open and start.  0 and *out; -EBUSY (another star holds DATA_DIR),
  * -EIO (recovery could not settle an epoch: see the log), or the error

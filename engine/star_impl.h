@@ -49,6 +49,8 @@ struct star {
 	char id[META_STAR_MAX + 1];
 	int lock_fd;
 	struct store *store;
+	bool slot_segs;          /* immutable: the standard store keeps chain
+				  * slots in segment files (stack.h) */
 	struct kv *kv;
 	struct nv_stats stats;
 	struct stream_table *streams;

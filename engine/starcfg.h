@@ -43,7 +43,8 @@ struct star_cfg {
 	uint64_t tail_cache_bytes;
 	uint64_t read_cache_bytes;
 	uint64_t flight_max;
-	uint64_t linger_ns;
+	/* The chains' linger; < 0: by the store (star_class_linger_ns()). */
+	int64_t linger_ns;
 	/* Per class (by nv class number): the chain's linger; < 0 means
 	 * linger_ns (star_class_linger_ns()). */
 	int64_t linger_class_ns[NV_CLASS_COUNT];

@@ -90,9 +90,9 @@
 	    "decoded chunks and footers for cold reads")                                      \
 	NUM(flight_kib, u, "N", 4096, 4, 1u << 20, U_KIB, STAR(flight_max),                   \
 	    "seal a flight at this size")                                                     \
-	NUM(linger_us, u, "N", 1000, 0, 10000000, U_US, STAR(linger_ns),                      \
+	NUM(linger_us, i, "N", -1, -1, 10000000, U_US, STAR(linger_ns),                       \
 	    "seal a flight this long after its first record while PUTs are in flight "        \
-	    "(from 10 ms on also when none is)")                                              \
+	    "(from 10 ms on also when none is); -1 = 0 for slots in segment files, else 1000") \
 	NUM(linger_standard_us, i, "N", -1, -1, 10000000, U_US,                               \
 	    STAR(linger_class_ns[NV_CLASS_STANDARD]),                                         \
 	    "linger_us of the standard class, -1 = linger_us")                                \

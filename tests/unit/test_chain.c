@@ -1241,14 +1241,26 @@ static void test_chain_class_linger(void **state)
 	cfg.linger_ns = 1000 * NV_NS_PER_US;
 	cfg.linger_class_ns[NV_CLASS_STANDARD] = -1;
 	cfg.linger_class_ns[NV_CLASS_EXPRESS] = -1;
-	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD), 1000 * NV_NS_PER_US);
-	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS), 1000 * NV_NS_PER_US);
+	for (int seg = 0; seg < 2; seg++) { /* a set linger_us wins over the store */
+		assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD, seg), 1000 * NV_NS_PER_US);
+		assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS, seg), 1000 * NV_NS_PER_US);
+	}
 	cfg.linger_class_ns[NV_CLASS_STANDARD] = 50 * NV_NS_PER_MS;
-	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD), 50 * NV_NS_PER_MS);
-	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS), 1000 * NV_NS_PER_US);
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD, true), 50 * NV_NS_PER_MS);
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS, false), 1000 * NV_NS_PER_US);
 	cfg.linger_class_ns[NV_CLASS_EXPRESS] = 0;
-	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS), 0);
-	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD), 50 * NV_NS_PER_MS);
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS, false), 0);
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD, false), 50 * NV_NS_PER_MS);
+	/* linger_us unset (-1, as -o gives it): by the store. */
+	cfg.linger_ns = -1000;
+	cfg.linger_class_ns[NV_CLASS_STANDARD] = -1;
+	cfg.linger_class_ns[NV_CLASS_EXPRESS] = -1;
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD, true), 0);
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_STANDARD, false),
+			 STAR_LINGER_REQUEST_NS);
+	assert_int_equal(STAR_LINGER_REQUEST_NS, 1000 * NV_NS_PER_US);
+	cfg.linger_class_ns[NV_CLASS_EXPRESS] = 20 * NV_NS_PER_MS;
+	assert_int_equal(star_class_linger_ns(&cfg, NV_CLASS_EXPRESS, true), 20 * NV_NS_PER_MS);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, efx_setup, efx_teardown)
