@@ -38,14 +38,16 @@ struct rc_entry;
 /* A cached value.  data is immutable once filled. */
 struct rc_blob {
 	atomic_int refs;
+	size_t cap;        /* bytes allocated, header included */
 	size_t len;
 	uint32_t nrec;     /* decoded chunks: records, and ... */
 	uint32_t *rec_off; /* ... offset of each frame (points into this blob) */
 	uint8_t *data;     /* points into this blob */
 };
 
-/* A blob with room for len data bytes and nrec offsets (refs = 1).
- * NULL on ENOMEM. */
+/* A blob with room for len data bytes and nrec offsets (refs = 1), maybe
+ * the recycled memory of a freed one (rcache.c: the blob pool).  NULL on
+ * ENOMEM. */
 struct rc_blob *rc_blob_new(size_t len, uint32_t nrec);
 void rc_blob_ref(struct rc_blob *b);
 void rc_blob_unref(struct rc_blob *b); /* NULL is a no-op */

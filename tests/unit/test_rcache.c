@@ -29,6 +29,60 @@ static struct rc_blob *blob_of(size_t len, uint8_t fill)
 	return b;
 }
 
+/* The blob pool: a freed chunk-sized blob's memory is handed to the next
+ * blob of about its size (no fresh pages for a sequential read), not to
+ * one of less than half its size nor to a small one; at most 8 are kept;
+ * rcache_free() empties it. */
+static void test_rcache_blob_pool(void **state)
+{
+	struct rc_blob *a, *b, *many[10], *again[10];
+	void *pa;
+	int reused = 0;
+
+	(void)state;
+	rcache_free(NULL); /* an empty pool to start from */
+	a = rc_blob_new(300u << 10, 16);
+	assert_non_null(a);
+	memset(a->data, 0xab, a->len);
+	pa = a;
+	rc_blob_unref(a);
+	/* Less than half its size: not this one. */
+	b = rc_blob_new(100u << 10, 0);
+	assert_ptr_not_equal(b, pa);
+	rc_blob_unref(b); /* pooled too */
+	/* About its size: the same memory, with this blob's own layout. */
+	a = rc_blob_new((300u << 10) - 64, 8);
+	assert_ptr_equal(a, pa);
+	assert_int_equal(a->len, (300u << 10) - 64);
+	assert_int_equal(a->nrec, 8);
+	assert_ptr_equal(a->rec_off, (uint32_t *)(a + 1));
+	assert_ptr_equal(a->data, (uint8_t *)(a + 1) + 8 * sizeof(uint32_t));
+	assert_int_equal(atomic_load(&a->refs), 1);
+	rc_blob_unref(a);
+	/* Small blobs (footers) are never pooled: one freed between is not
+	 * one of the eight below. */
+	b = rc_blob_new(1000, 0);
+	assert_int_equal(b->cap, sizeof(*b) + 1000);
+	rc_blob_unref(b);
+	rcache_free(NULL);
+	/* Ten freed, at most eight kept. */
+	for (int i = 0; i < 10; i++)
+		assert_non_null(many[i] = rc_blob_new(512u << 10, 0));
+	for (int i = 0; i < 10; i++)
+		rc_blob_unref(many[i]);
+	for (int i = 0; i < 10; i++) {
+		struct rc_blob *c = rc_blob_new(512u << 10, 0);
+
+		for (int j = 0; j < 10; j++)
+			reused += c == many[j];
+		again[i] = c;
+	}
+	assert_int_equal(reused, 8);
+	for (int i = 0; i < 10; i++)
+		rc_blob_unref(again[i]);
+	rcache_free(NULL);
+}
+
 static void test_rcache_hit_after_fill(void **state)
 {
 	struct rcache *rc = rcache_new(1 << 20);
@@ -158,6 +212,7 @@ static void test_rcache_evict_while_waiters_wake(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rcache_blob_pool),
 		cmocka_unit_test(test_rcache_hit_after_fill),
 		cmocka_unit_test(test_rcache_failed_load_not_cached),
 		cmocka_unit_test(test_rcache_budget_evicts_lru),
