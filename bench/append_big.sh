@@ -205,28 +205,20 @@ fi
 
 printf '\n== append_big: %d MiB, bs=%d MiB, %d reps interleaved; MB/s median [min-max]\n' \
 	"$SIZE_MB" "$BS_MB" "$REPS"
-printf '%-8s %-26s %-26s %s\n' source novafs local_fsync ratio
-for src in $SRCS; do
-	# shellcheck disable=SC2086
-	printf '%-8s %-26s %-26s %s\n' "$src" "$(summary ${NOVA[$src]})" \
-		"$(summary ${LOCAL[$src]})" "$(summary ${RATIO[$src]})"
-done
-if [ "$LOCAL_DSYNC" = 1 ]; then
-	printf '%-8s %-26s %-26s %s\n' source novafs local_dsync ratio_vs_dsync
+# ratio_table BASELINE RATIO BASE_ARRAY RATIO_ARRAY: novafs against one
+# baseline, per source.
+ratio_table() {
+	local -n base=$3 rat=$4
+	printf '%-8s %-26s %-26s %s\n' source novafs "$1" "$2"
 	for src in $SRCS; do
 		# shellcheck disable=SC2086
 		printf '%-8s %-26s %-26s %s\n' "$src" "$(summary ${NOVA[$src]})" \
-			"$(summary ${LDS[$src]})" "$(summary ${RDS[$src]})"
+			"$(summary ${base[$src]})" "$(summary ${rat[$src]})"
 	done
-fi
-if [ "$PASSTHROUGH" = 1 ]; then
-	printf '%-8s %-26s %-26s %s\n' source novafs passthrough_dsync ratio_vs_pt
-	for src in $SRCS; do
-		# shellcheck disable=SC2086
-		printf '%-8s %-26s %-26s %s\n' "$src" "$(summary ${NOVA[$src]})" \
-			"$(summary ${PTS[$src]})" "$(summary ${PTR[$src]})"
-	done
-fi
+}
+ratio_table local_fsync ratio LOCAL RATIO
+if [ "$LOCAL_DSYNC" = 1 ]; then ratio_table local_dsync ratio_vs_dsync LDS RDS; fi
+if [ "$PASSTHROUGH" = 1 ]; then ratio_table passthrough_dsync ratio_vs_pt PTS PTR; fi
 for src in $SRCS; do
 	# shellcheck disable=SC2086
 	printf '%-8s novafs daemon CPU during dd: %s cores, %s s per GiB\n' "$src" \
