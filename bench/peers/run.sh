@@ -414,7 +414,7 @@ run_peer() {
 	mount_"$p" "$b" "$m"
 	if [ "$p" = novafs ]; then mkdir "$m/b"; dir=$m/b; else dir=$m; fi
 
-	local line want td n_done fb_mean fb_p50 per
+	local line want td n_done fb_mean fb_p50 fa_mean fa_p50 per
 	if has a; then
 		# a: N_SMALL echo >> appends of 100 bytes, between two runs of
 		# the S3 floor (bare 100-byte PUTs on their own bucket).
@@ -448,12 +448,13 @@ run_peer() {
 		result "$p a_small_appends n=$n_done bytes=$want secs=$secs durable_secs=$td per_append_ms=$per requests=$(reqs_since "$mk") methods=$(methods_since "$mk") $(inflight_since "$mk" PUT "$secs") uploaded_bytes=$((u1 - u0)) upload_amplification=$(awk -v u=$((u1 - u0)) -v w="$want" 'BEGIN { printf "%.1f", u / w }')"
 		if ((N_FLOOR > 0)); then
 			floor_put "$p" after
-			# novafs's slot PUTs carry If-None-Match: *; how much of
-			# the gap is that condition?
-			if [ "$p" = novafs ]; then floor_put "$p" after --create-once; fi
+			fa_mean=$FLOOR_MEAN_MS fa_p50=$FLOOR_P50_MS
 			# The floor of the ratio: the mean of before and after
 			# (bare PUTs only; per_append_ms is a mean too).
-			result "$p a_vs_floor per_append_ms=$per floor_mean_ms=$(awk -v a="$fb_mean" -v b="$FLOOR_MEAN_MS" 'BEGIN { printf "%.3f", (a + b) / 2 }') floor_p50_ms=$(awk -v a="$fb_p50" -v b="$FLOOR_P50_MS" 'BEGIN { printf "%.3f", (a + b) / 2 }') ratio_mean=$(awk -v p="$per" -v a="$fb_mean" -v b="$FLOOR_MEAN_MS" 'BEGIN { printf "%.2f", p / ((a + b) / 2) }') ratio_p50=$(awk -v p="$per" -v a="$fb_p50" -v b="$FLOOR_P50_MS" 'BEGIN { printf "%.2f", p / ((a + b) / 2) }')"
+			result "$p a_vs_floor per_append_ms=$per floor_mean_ms=$(awk -v a="$fb_mean" -v b="$fa_mean" 'BEGIN { printf "%.3f", (a + b) / 2 }') floor_p50_ms=$(awk -v a="$fb_p50" -v b="$fa_p50" 'BEGIN { printf "%.3f", (a + b) / 2 }') ratio_mean=$(awk -v p="$per" -v a="$fb_mean" -v b="$fa_mean" 'BEGIN { printf "%.2f", p / ((a + b) / 2) }') ratio_p50=$(awk -v p="$per" -v a="$fb_p50" -v b="$fa_p50" 'BEGIN { printf "%.2f", p / ((a + b) / 2) }')"
+			# novafs's slot PUTs carry If-None-Match: *; how much of
+			# the gap is that condition?  (Not part of the ratio.)
+			if [ "$p" = novafs ]; then floor_put "$p" after --create-once; fi
 			s3_rgw_bucket_purge "$W/rgw" "peers-floor-$p" || log "could not purge peers-floor-$p"
 		fi
 	fi
