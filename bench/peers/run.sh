@@ -7,10 +7,28 @@
 #
 # Each peer gets its own bucket and runs the same four workloads:
 #   a  N_SMALL (10000) `echo >>` appends of 100 bytes to one file, one
-#      bash loop; time, requests and bytes uploaded
+#      bash loop; time, requests and bytes uploaded.  Just before and just
+#      after it, the S3 floor: N_FLOOR (2000) sequential bare 100-byte PUTs
+#      to the same RGW (bench/putfloor.py --s3: SigV4, one kept-alive
+#      connection, into a bucket of their own, peers-floor-PEER), as
+#      "PEER a_floor_put when=before|after"; then "PEER a_vs_floor" with
+#      per_append_ms / the floor's mean (and p50) per PUT.  For novafs also
+#      the floor with If-None-Match: * (create_once=1), as its slot PUTs
+#      are sent.
 #   b  `dd bs=1M` of BIG_MIB (256) MiB of random bytes appended to a new
-#      file; time until dd returned and until the object is whole in RGW
-#   c  cold read of b's file: unmount, remount, drop_caches, dd bs=1M
+#      file; time until dd returned and until the object is whole in RGW.
+#      novafs writes it twice: "b_dd_append" into big with the default
+#      durable=write (each write() returns durable: one PUT outstanding),
+#      then "b_dd_append_fsync" into bigf with user.nova.durable=fsync set
+#      on the fresh file, held open meanwhile so that the setting stays
+#      (write() returns at admission, dd's close() when
+#      everything is acknowledged: durable when dd returns, so secs =
+#      durable_secs).  Both lines carry the mount's slot counters (its
+#      user.nova.stats: flights, slots_written, store_puts) and the PUT
+#      concurrency seen by RGW (put_mean_inflight, put_max_inflight below).
+#   c  cold read of b's file: unmount, remount, drop_caches, dd bs=1M;
+#      novafs then also reads bigf ("c_cold_read_fsync", after another
+#      drop_caches).  With the GET concurrency seen by RGW.
 #   d  append-to-visible latency: N_LAT (200) appends of 100 bytes, one
 #      every 50 ms (open O_APPEND, write, close, like `echo >>`), each
 #      stamped with its start time; a reader notes when it first sees each.
@@ -20,10 +38,19 @@
 # Requests = radosgw's "req done" log lines (debug rgw 1) during the
 # workload; bytes uploaded = the usage log's bytes_received (all
 # categories: put_obj, multipart parts, copies) for the RGW user, flushed
-# every second.  The bucket is purged after each peer (the OSD keeps data
+# every second.  Requests in flight (METHOD_mean_inflight) = the sum of
+# radosgw's latency= of those requests over the workload's wall time
+# (Little's law); METHOD_max_inflight = most of them overlapping at one
+# instant, each request [start, start + latency] from its access line
+# (radosgw's clock has a 4 ms grain here, so both are rough for requests
+# that short).  The bucket is purged after each peer (the OSD keeps data
 # in RAM).  Raw results go to OUT, one "peer workload key=value..." line
-# each (workload d's samples in OUT's .lat-PEER.txt files beside it);
-# bench/peers/plot.py then draws bench/peers/peers.png.
+# each (workload d's samples in OUT's .lat-PEER.txt files beside it),
+# then "ratio NAME ..." lines against issue 13's RGW targets (echo >>
+# <= 1.5x the floor; dd durable=fsync >= 1.0x s3fs; cold read >= 1.0x
+# s3fs) when the peers they need ran.  bench/peers/plot.py then draws
+# bench/peers/peers.png (only when novafs, s3fs and rclone all ran every
+# workload).
 #
 # d2 (the pseudo-peer novafs-stars): workload d across hosts: three novafs
 #    stars (A, B, C: each its own data directory, star id and listen=
@@ -38,9 +65,12 @@
 # a2 (the pseudo-peer novafs-lifecycle): workload a on a fresh bucket
 #    with a 5 s age cap, timed until every record is settled and every
 #    chain slot deleted: requests and bytes of the whole lifecycle.
-# Options: N_SMALL, BIG_MIB, N_LAT, A_BUDGET_S (stop a after that many
-# seconds and note the count), WORKLOADS,
-# PEERS="novafs s3fs rclone novafs-lifecycle" (novafs-stars: add it).
+# Options (environment): N_SMALL, BIG_MIB, N_LAT, N_FLOOR (PUTs per floor
+# run; 0 = no floor), A_BUDGET_S (stop a after that many seconds and note
+# the count), WORKLOADS, PEERS="novafs s3fs rclone novafs-lifecycle"
+# (novafs-stars: add it), NOVAFS (the daemon; default src/novafs of this
+# tree), NOVAFS_OPTS (extra -o options of the novafs peer's mounts, e.g.
+# put_window=8; default none: novafs's defaults).
 # Installs s3fs, rclone (and python3-matplotlib for the plot) with apt-get
 # when missing.  Leaves nothing running: every daemon is stopped by PID.
 set -euo pipefail
@@ -52,6 +82,8 @@ NOVAFS=${NOVAFS:-$top/src/novafs}
 N_SMALL=${N_SMALL:-10000}
 BIG_MIB=${BIG_MIB:-256}
 N_LAT=${N_LAT:-200}
+N_FLOOR=${N_FLOOR:-2000}
+NOVAFS_OPTS=${NOVAFS_OPTS:-}
 A_BUDGET_S=${A_BUDGET_S:-900}
 PEERS=${PEERS:-novafs s3fs rclone novafs-lifecycle}
 WORKLOADS=${WORKLOADS:-a b c d}
@@ -141,6 +173,58 @@ methods_since() {
 		awk '{ printf "%s%s=%d", (NR > 1 ? "," : ""), $2, $1 }'
 }
 
+# inflight_since MARK METHOD SECS: how many METHOD requests (since MARK,
+# as reqs_since counts them) were in flight during a workload of SECS wall
+# seconds: "m_n= m_mean_ms= m_mean_inflight= m_max_inflight=" (m = the
+# method, lower case).  Each request spans [start, start + latency] of its
+# access line (the bracketed time is its start); mean_inflight = the sum
+# of the latencies / SECS (Little's law), max_inflight = most spans
+# overlapping at one instant (ends before starts at equal times).
+# radosgw's clock ticks in 4 ms here: rough for short requests.
+inflight_since() {
+	access_since "$1" | python3 -c '
+import re, sys, datetime
+meth, secs = sys.argv[1], float(sys.argv[2])
+rx = re.compile(r"\[(\d+/\w+/\d+:\d+:\d+:\d+)(\.\d+) [^]]*\] \"(\w+) .*latency=([0-9.]+)s")
+spans = []
+for l in sys.stdin:
+    m = rx.search(l)
+    if not m or m.group(3) != meth:
+        continue
+    t = datetime.datetime.strptime(m.group(1), "%d/%b/%Y:%H:%M:%S").timestamp() + float(m.group(2))
+    spans.append((t, t + float(m.group(4))))
+ev = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], e[1]))
+cur = top = 0
+for _, d in ev:
+    cur += d
+    top = max(top, cur)
+tot = sum(b - a for a, b in spans)
+k = meth.lower()
+print("%s_n=%d %s_mean_ms=%.1f %s_mean_inflight=%.2f %s_max_inflight=%d" % (
+    k, len(spans), k, (tot / len(spans) * 1000) if spans else 0, k,
+    tot / secs if secs > 0 else 0, k, top))' "$2" "$3"
+}
+
+# nova_stats MNT KEY...: the values of those counters of novafs's
+# user.nova.stats (one JSON object on the mount's root), one line.
+nova_stats() {
+	getfattr --absolute-names --only-values -n user.nova.stats "$1" 2>/dev/null |
+		python3 -c 'import json, sys; d = json.load(sys.stdin); print(" ".join(str(d.get(k, -1)) for k in sys.argv[1:]))' "${@:2}"
+}
+
+# floor_put PEER WHEN [--create-once]: N_FLOOR sequential bare 100-byte
+# PUTs (bench/putfloor.py --s3) into the bucket peers-floor-PEER (made by
+# run_peer); a result line; sets FLOOR_MEAN_MS and FLOOR_P50_MS.
+floor_put() {
+	local out
+	out=$(python3 "$top/bench/putfloor.py" --s3 "$EP" --bucket "peers-floor-$1" \
+		--key-id "$AK" --secret "$SK" --iters "$N_FLOOR" --size 100 "${@:3}") ||
+		{ log "floor_put: putfloor.py failed: $out"; FLOOR_MEAN_MS=nan FLOOR_P50_MS=nan; return 0; }
+	FLOOR_MEAN_MS=$(sed -n 's/.* mean_us=\([0-9]*\).*/\1/p' <<< "$out" | awk '{ printf "%.3f", $1 / 1000 }')
+	FLOOR_P50_MS=$(sed -n 's/.* p50_us=\([0-9]*\).*/\1/p' <<< "$out" | awk '{ printf "%.3f", $1 / 1000 }')
+	result "$1 a_floor_put when=$2 ${out#case=s3put } p50_ms=$FLOOR_P50_MS mean_ms=$FLOOR_MEAN_MS"
+}
+
 # obj_size BUCKET KEY: Content-Length of a HEAD, or -1.
 obj_size() {
 	s3_curl "$EP" "$AK" "$SK" HEAD "/$1/$2" -I 2>/dev/null |
@@ -161,7 +245,7 @@ wait_mount() {
 
 mount_novafs() {
 	mkdir -p "$2" "$W/novafs.data"
-	"$NOVAFS" -f -o "data_dir=$W/novafs.data,store=$(s3_rgw_url "$1")" "$2" >> "$W/novafs.log" 2>&1 &
+	"$NOVAFS" -f -o "data_dir=$W/novafs.data,store=$(s3_rgw_url "$1")${NOVAFS_OPTS:+,$NOVAFS_OPTS}" "$2" >> "$W/novafs.log" 2>&1 &
 	PIDS+=($!)
 	wait_mount "$2" "$!"
 }
@@ -293,6 +377,46 @@ print("n=%d seen=%d lost=%d p50_ms=%.1f p90_ms=%.1f p99_ms=%.1f max_ms=%.1f"
 PY
 }
 
+# b_stats "APPENDS FLIGHTS SLOTS PUTS" (novafs's counters before b, as
+# nova_stats prints them): their growth since, as key=value pairs, with
+# the mean flight (records and MiB per slot PUT).  Reads $m.
+b_stats() {
+	local a0 f0 s0 p0 a1 f1 s1 p1
+	read -r a0 f0 s0 p0 <<< "$1"
+	read -r a1 f1 s1 p1 <<< "$(nova_stats "$m" appends flights slots_written store_puts)"
+	echo "nova_appends=$((a1 - a0)) nova_flights=$((f1 - f0)) nova_slots_written=$((s1 - s0)) nova_store_puts=$((p1 - p0)) records_per_flight=$(awk -v a=$((a1 - a0)) -v f=$((f1 - f0)) 'BEGIN { printf "%.2f", f ? a / f : 0 }') mib_per_slot=$(awk -v s=$((s1 - s0)) -v m="$BIG_MIB" 'BEGIN { printf "%.2f", s ? m / s : 0 }')"
+}
+
+# run_novafs_b_fsync MNT DIR: workload b again into DIR/bigf, a fresh file
+# with user.nova.durable=fsync: write() returns at admission, dd's close()
+# when every record is acknowledged, so the time until dd returns is the
+# time until durable.  Checks that st_size (which moves at acknowledgement)
+# is whole when dd returned.  The attribute lives only while novafs keeps
+# the stream loaded (novafs(8)): a drop_caches anywhere on the machine
+# (other benchmarks do it) makes the kernel forget the inode and the
+# stream reverts to durable=write.  So a descriptor is held open from
+# before setfattr until dd is done, the attribute is read back just before
+# dd (durable_attr=), and a run whose flights are not batched is flagged.
+run_novafs_b_fsync() {
+	local m=$1 dir=$2 stats0 u0 u1 mk t0 secs want=$((BIG_MIB * 1048576)) size hold attr line
+	: > "$dir/bigf"
+	exec {hold}>>"$dir/bigf"
+	setfattr -n user.nova.durable -v fsync "$dir/bigf"
+	stats0=$(nova_stats "$m" appends flights slots_written store_puts)
+	read -r u0 _ < <(usage_rx); mk=$(log_mark)
+	attr=$(getfattr --absolute-names --only-values -n user.nova.durable "$dir/bigf" 2>/dev/null || echo "?")
+	t0=$(now)
+	dd if="$W/big.src" of="$dir/bigf" bs=1M oflag=append conv=notrunc status=none
+	secs=$(since "$t0")
+	exec {hold}>&-
+	size=$(stat -c %s "$dir/bigf")
+	[ "$size" = "$want" ] || log "WARNING: novafs bigf is $size bytes when dd returned, expected $want"
+	read -r u1 _ < <(usage_rx)
+	line=$(b_stats "$stats0")
+	[[ " $line " == *" records_per_flight=1.00 "* ]] && log "WARNING: novafs b_dd_append_fsync: one record per flight, durable=fsync did not batch (durable_attr=$attr)"
+	result "novafs b_dd_append_fsync mib=$BIG_MIB durable=fsync durable_attr=$attr secs=$secs durable_secs=$secs size_at_return=$size mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") $(inflight_since "$mk" PUT "$secs") uploaded_bytes=$((u1 - u0)) $line"
+}
+
 # ---------------------------------------------------------------- one peer
 run_peer() {
 	local p=$1 b="peers-$1" m=$W/$1/mnt m2=$W/$1/mnt2 dir t0 r0 r1 u0 u1 secs mk
@@ -301,10 +425,16 @@ run_peer() {
 	mount_"$p" "$b" "$m"
 	if [ "$p" = novafs ]; then mkdir "$m/b"; dir=$m/b; else dir=$m; fi
 
-	local line want td n_done
+	local line want td n_done fb_mean fb_p50 fa_mean fa_p50 per
 	if has a; then
-		# a: N_SMALL echo >> appends of 100 bytes.
+		# a: N_SMALL echo >> appends of 100 bytes, between two runs of
+		# the S3 floor (bare 100-byte PUTs on their own bucket).
 		line=$(printf 'x%.0s' $(seq 99))
+		if ((N_FLOOR > 0)); then
+			s3_rgw_bucket_create "peers-floor-$p"
+			floor_put "$p" before
+			fb_mean=$FLOOR_MEAN_MS fb_p50=$FLOOR_P50_MS
+		fi
 		read -r u0 _ < <(usage_rx); mk=$(log_mark)
 		t0=$(now)
 		n_done=$N_SMALL
@@ -325,11 +455,25 @@ run_peer() {
 		td=$(since "$t0")
 		read -r u1 _ < <(usage_rx)
 		[ "$(stat -c %s "$dir/small")" = "$want" ] || log "WARNING: $p small is $(stat -c %s "$dir/small") bytes, expected $want"
-		result "$p a_small_appends n=$n_done bytes=$want secs=$secs durable_secs=$td per_append_ms=$(awk -v s="$secs" -v n="$n_done" 'BEGIN { printf "%.3f", s * 1000 / n }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") uploaded_bytes=$((u1 - u0)) upload_amplification=$(awk -v u=$((u1 - u0)) -v w="$want" 'BEGIN { printf "%.1f", u / w }')"
+		per=$(awk -v s="$secs" -v n="$n_done" 'BEGIN { printf "%.3f", s * 1000 / n }')
+		result "$p a_small_appends n=$n_done bytes=$want secs=$secs durable_secs=$td per_append_ms=$per requests=$(reqs_since "$mk") methods=$(methods_since "$mk") $(inflight_since "$mk" PUT "$secs") uploaded_bytes=$((u1 - u0)) upload_amplification=$(awk -v u=$((u1 - u0)) -v w="$want" 'BEGIN { printf "%.1f", u / w }')"
+		if ((N_FLOOR > 0)); then
+			floor_put "$p" after
+			fa_mean=$FLOOR_MEAN_MS fa_p50=$FLOOR_P50_MS
+			# The floor of the ratio: the mean of before and after
+			# (bare PUTs only; per_append_ms is a mean too).
+			result "$p a_vs_floor per_append_ms=$per floor_mean_ms=$(awk -v a="$fb_mean" -v b="$fa_mean" 'BEGIN { printf "%.3f", (a + b) / 2 }') floor_p50_ms=$(awk -v a="$fb_p50" -v b="$fa_p50" 'BEGIN { printf "%.3f", (a + b) / 2 }') ratio_mean=$(awk -v p="$per" -v a="$fb_mean" -v b="$fa_mean" 'BEGIN { printf "%.2f", p / ((a + b) / 2) }') ratio_p50=$(awk -v p="$per" -v a="$fb_p50" -v b="$fa_p50" 'BEGIN { printf "%.2f", p / ((a + b) / 2) }')"
+			# novafs's slot PUTs carry If-None-Match: *; how much of
+			# the gap is that condition?  (Not part of the ratio.)
+			if [ "$p" = novafs ]; then floor_put "$p" after --create-once; fi
+			s3_rgw_bucket_purge "$W/rgw" "peers-floor-$p" || log "could not purge peers-floor-$p"
+		fi
 	fi
 
 	if has b; then
 		# b: BIG_MIB MiB with dd bs=1M, appended to a new file.
+		local stats0=
+		if [ "$p" = novafs ]; then stats0=$(nova_stats "$m" appends flights slots_written store_puts); fi
 		read -r u0 _ < <(usage_rx); mk=$(log_mark)
 		t0=$(now)
 		dd if="$W/big.src" of="$dir/big" bs=1M oflag=append conv=notrunc status=none
@@ -340,7 +484,8 @@ run_peer() {
 		fi
 		td=$(since "$t0")
 		read -r u1 _ < <(usage_rx)
-		result "$p b_dd_append mib=$BIG_MIB secs=$secs durable_secs=$td mib_s=$(awk -v s="$td" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') dd_mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") uploaded_bytes=$((u1 - u0))"
+		result "$p b_dd_append mib=$BIG_MIB secs=$secs durable_secs=$td mib_s=$(awk -v s="$td" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') dd_mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") $(inflight_since "$mk" PUT "$td") uploaded_bytes=$((u1 - u0))${stats0:+ $(b_stats "$stats0")}"
+		if [ "$p" = novafs ]; then run_novafs_b_fsync "$m" "$dir"; fi
 	fi
 
 	if has c; then
@@ -354,7 +499,18 @@ run_peer() {
 		secs=$(since "$t0")
 		cmp -s "$W/big.read" "$W/big.src" && ok=identical || ok=DIFFERENT
 		rm -f "$W/big.read"
-		result "$p c_cold_read mib=$BIG_MIB secs=$secs mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") content=$ok"
+		result "$p c_cold_read mib=$BIG_MIB secs=$secs mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") $(inflight_since "$mk" GET "$secs") content=$ok"
+		if [ "$p" = novafs ] && [ -e "$dir/bigf" ]; then
+			# The durable=fsync file: its slots are whole flights.
+			drop_caches
+			mk=$(log_mark)
+			t0=$(now)
+			dd if="$dir/bigf" of="$W/big.read" bs=1M status=none
+			secs=$(since "$t0")
+			cmp -s "$W/big.read" "$W/big.src" && ok=identical || ok=DIFFERENT
+			rm -f "$W/big.read"
+			result "$p c_cold_read_fsync file=bigf mib=$BIG_MIB secs=$secs mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") $(inflight_since "$mk" GET "$secs") content=$ok"
+		fi
 	fi
 
 	# d: append-to-visible latency.
@@ -483,7 +639,8 @@ has b && head -c $((BIG_MIB * 1048576)) /dev/urandom > "$W/big.src"
 	echo "# machine: $(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'), kernel $(uname -r)"
 	echo "# rgw: Ceph $(radosgw --version 2>/dev/null | awk '{ print $3 }'), memstore OSD, beast tcp_nodelay=1, 127.0.0.1"
 	echo "# novafs $(git -C "$top" rev-parse --short HEAD 2>/dev/null), s3fs $(s3fs --version 2>/dev/null | sed -n '1s/.*V\([0-9.]*\).*/\1/p'), rclone $(rclone version 2>/dev/null | awk 'NR == 1 { print $2 }')"
-	echo "# N_SMALL=$N_SMALL BIG_MIB=$BIG_MIB N_LAT=$N_LAT; load average at start: $(cut -d" " -f1-3 /proc/loadavg) (a shared machine: other jobs may run)"
+	echo "# novafs daemon $NOVAFS, options: defaults${NOVAFS_OPTS:+ + $NOVAFS_OPTS}"
+	echo "# N_SMALL=$N_SMALL BIG_MIB=$BIG_MIB N_LAT=$N_LAT N_FLOOR=$N_FLOOR PEERS=\"$PEERS\" WORKLOADS=\"$WORKLOADS\"; load average at start: $(cut -d" " -f1-3 /proc/loadavg) (a shared machine: other jobs may run)"
 } | tee "$OUT"
 for p in $PEERS; do
 	case $p in
@@ -492,8 +649,43 @@ for p in $PEERS; do
 	*) run_peer "$p" ;;
 	esac
 done
+# The ratios of issue 13's RGW rows, from this run's lines only.
+python3 - "$OUT" <<'PY' | tee -a "$OUT"
+import sys
+r = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) < 2 or line.startswith("#"):
+        continue
+    r.setdefault(f[0], {})[f[1]] = dict(x.split("=", 1) for x in f[2:] if "=" in x)
+def get(p, w, k):
+    try:
+        return float(r[p][w][k])
+    except (KeyError, ValueError):
+        return None
+def line(name, num, den, target, cmp, how):
+    if num is None or den is None or den == 0:
+        return
+    v = num / den
+    met = v <= target if cmp == "<=" else v >= target
+    print("ratio %s value=%.2f target=%s%.1f met=%s (%s)" % (name, v, cmp, target, "yes" if met else "no", how))
+for p in sorted(r):
+    a = r[p].get("a_vs_floor")
+    if a:
+        line("a_echo_vs_floor_%s" % p, float(a["per_append_ms"]), float(a["floor_mean_ms"]), 1.5, "<=",
+             "%s per_append_ms %s / bare PUT mean %s ms; against the p50 %s ms: %s" % (
+                 p, a["per_append_ms"], a["floor_mean_ms"], a["floor_p50_ms"], a["ratio_p50"]))
+line("b_novafs_fsync_vs_s3fs", get("novafs", "b_dd_append_fsync", "mib_s"), get("s3fs", "b_dd_append", "mib_s"),
+     1.0, ">=", "MiB/s until durable, novafs durable=fsync / s3fs")
+line("b_novafs_write_vs_s3fs", get("novafs", "b_dd_append", "mib_s"), get("s3fs", "b_dd_append", "mib_s"),
+     1.0, ">=", "MiB/s until durable, novafs durable=write (each write durable) / s3fs")
+line("c_novafs_vs_s3fs", get("novafs", "c_cold_read", "mib_s"), get("s3fs", "c_cold_read", "mib_s"),
+     1.0, ">=", "cold read MiB/s of the durable=write file")
+line("c_novafs_fsync_file_vs_s3fs", get("novafs", "c_cold_read_fsync", "mib_s"), get("s3fs", "c_cold_read", "mib_s"),
+     1.0, ">=", "cold read MiB/s of the durable=fsync file")
+PY
 log "raw results in $OUT"
 # The plot needs every workload of novafs, s3fs and rclone.
-if [ "$WORKLOADS" = "a b c d" ]; then
+if [ "$WORKLOADS" = "a b c d" ] && [[ " $PEERS " == *" novafs "* && " $PEERS " == *" s3fs "* && " $PEERS " == *" rclone "* ]]; then
 	/usr/bin/python3 "$here/plot.py" "$OUT" "$here/peers.png" >&2 || log "plot failed (python3-matplotlib?)"
 fi
