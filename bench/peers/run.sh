@@ -397,6 +397,20 @@ b_stats() {
 # stream reverts to durable=write.  So a descriptor is held open from
 # before setfattr until dd is done, the attribute is read back just before
 # dd (durable_attr=), and a run whose flights are not batched is flagged.
+# cold_read WORKLOAD FILE [KEY=VALUE]: drop_caches, read FILE whole with
+# dd bs=1M, compare it with the source, one result line for peer $p.
+cold_read() {
+	local mk t0 secs ok
+	drop_caches
+	mk=$(log_mark)
+	t0=$(now)
+	dd if="$2" of="$W/big.read" bs=1M status=none
+	secs=$(since "$t0")
+	cmp -s "$W/big.read" "$W/big.src" && ok=identical || ok=DIFFERENT
+	rm -f "$W/big.read"
+	result "$p $1 ${3:+$3 }mib=$BIG_MIB secs=$secs mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") $(inflight_since "$mk" GET "$secs") content=$ok"
+}
+
 run_novafs_b_fsync() {
 	local m=$1 dir=$2 stats0 u0 u1 mk t0 secs want=$((BIG_MIB * 1048576)) size hold attr line
 	: > "$dir/bigf"
@@ -492,24 +506,10 @@ run_peer() {
 		# c: cold read after remount + drop_caches.
 		umount_all
 		mount_"$p" "$b" "$m"
-		drop_caches
-		mk=$(log_mark)
-		t0=$(now)
-		dd if="$dir/big" of="$W/big.read" bs=1M status=none
-		secs=$(since "$t0")
-		cmp -s "$W/big.read" "$W/big.src" && ok=identical || ok=DIFFERENT
-		rm -f "$W/big.read"
-		result "$p c_cold_read mib=$BIG_MIB secs=$secs mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") $(inflight_since "$mk" GET "$secs") content=$ok"
+		cold_read c_cold_read "$dir/big"
 		if [ "$p" = novafs ] && [ -e "$dir/bigf" ]; then
 			# The durable=fsync file: its slots are whole flights.
-			drop_caches
-			mk=$(log_mark)
-			t0=$(now)
-			dd if="$dir/bigf" of="$W/big.read" bs=1M status=none
-			secs=$(since "$t0")
-			cmp -s "$W/big.read" "$W/big.src" && ok=identical || ok=DIFFERENT
-			rm -f "$W/big.read"
-			result "$p c_cold_read_fsync file=bigf mib=$BIG_MIB secs=$secs mib_s=$(awk -v s="$secs" -v m="$BIG_MIB" 'BEGIN { printf "%.1f", m / s }') requests=$(reqs_since "$mk") methods=$(methods_since "$mk") $(inflight_since "$mk" GET "$secs") content=$ok"
+			cold_read c_cold_read_fsync "$dir/bigf" file=bigf
 		fi
 	fi
 
