@@ -308,7 +308,9 @@ pt_available() { [ -r "$PT_SRC_C" ] && command -v cc > /dev/null; }
 pt_build() {
 	[ -x "$B_TMP/passthrough_ll" ] && return 0
 	pt_available || die "no $PT_SRC_C (libfuse3-dev's examples) or no cc"
-	# The example defines _GNU_SOURCE itself.
+	# The example defines _GNU_SOURCE itself; pkg-config's flags are
+	# meant to split.
+	# shellcheck disable=SC2046
 	cc -O2 -Wno-unused -I"$(dirname "$PT_SRC_C")" -o "$B_TMP/passthrough_ll" \
 		"$PT_SRC_C" $(pkg-config --cflags --libs fuse3) -lpthread ||
 		die "building passthrough_ll failed"

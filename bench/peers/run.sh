@@ -433,7 +433,7 @@ run_novafs_b_fsync() {
 
 # ---------------------------------------------------------------- one peer
 run_peer() {
-	local p=$1 b="peers-$1" m=$W/$1/mnt m2=$W/$1/mnt2 dir t0 r0 r1 u0 u1 secs mk
+	local p=$1 b="peers-$1" m=$W/$1/mnt m2=$W/$1/mnt2 dir t0 u0 u1 secs mk
 	log "=== $p"
 	s3_rgw_bucket_create "$b"
 	mount_"$p" "$b" "$m"
