@@ -263,6 +263,44 @@ static int gc_named(void *arg, uint64_t due_ns, const char *key)
 	return 0;
 }
 
+/*
+ * An object no row names is a settle's output awaiting its commit (a
+ * crash between publish and the CAS; the re-run adopts the object at the
+ * same derived key, engine/settle/publish.c) when the stream's bytes at
+ * its first seq are still a span ref's, or when it is a newer revision
+ * of the object a catalog row names there (a tail extension).  Anything
+ * else leaked.  Keys: meta_settled_key().
+ */
+static bool publish_pending(struct fsck *f, const char *key)
+{
+	const char *last = strrchr(key, '/'), *p = last;
+	unsigned long long stream, epoch, seq;
+	unsigned rev = 0;
+	struct meta_ref r;
+	bool pending = false;
+	int n;
+
+	/* Back over "<stream>/<epoch>" to the stream id. */
+	for (int slashes = 0; p && p > key && slashes < 2; )
+		if (*--p == '/')
+			slashes++;
+	if (!last || p == key ||
+	    sscanf(p, "/%llu/%16llx/%16llx%n", &stream, &epoch, &seq, &n) != 3 ||
+	    (p[n] && sscanf(p + n, "~%u", &rev) != 1))
+		return false;
+	meta_ref_init(&r);
+	if (meta_ref_floor_seq(f->kv, stream, seq, &r) == 0) {
+		if (r.kind == META_REF_SPAN)
+			pending = seq < r.end_seq;
+		for (uint32_t i = 0; r.kind == META_REF_CATALOG && i < r.nobjs; i++)
+			if (r.objs[i].first_seq == seq && r.objs[i].epoch == epoch &&
+			    r.objs[i].rev < rev)
+				pending = true;
+	}
+	meta_ref_clear(&r);
+	return pending;
+}
+
 /* ------------------------------------------------------------ footers */
 
 /* Fetch and verify the footer window of an object; *win is malloc'd.
@@ -316,6 +354,25 @@ struct slot_scan {
 	int err;
 };
 
+/* Slots [a, b) of c, in [trimmed, checkpoint), are not in the store:
+ * lost, except below the grace target, where a trim-check cut short
+ * between its deletes and the cursor's advance left them (engine/trim.c;
+ * its next pass deletes the rest and moves the cursor). */
+static void say_missing(struct fsck *f, const struct meta_chain *c,
+			const struct meta_cursors *cur, uint64_t a, uint64_t b)
+{
+	uint64_t gt = cur->grace_target;
+
+	if (a < b && a < gt)
+		say(f, false, "chain %s/%s/%" PRIu64 ": slots %" PRIu64 "..%" PRIu64 " deleted by "
+			      "a trim-check cut short (its next pass finishes)",
+		    nv_class_name(c->cls), c->star, c->epoch, a, (b < gt ? b : gt) - 1);
+	for (uint64_t slot = a > gt ? a : gt; slot < b; slot++)
+		say(f, true, "chain %s/%s/%" PRIu64 ": slot %" PRIu64
+			     " below the checkpoint is missing",
+		    nv_class_name(c->cls), c->star, c->epoch, slot);
+}
+
 static int slot_visit(void *arg, const char *key, uint64_t size)
 {
 	struct slot_scan *s = arg;
@@ -342,10 +399,7 @@ static int slot_visit(void *arg, const char *key, uint64_t size)
 	if (c->state != CHAIN_SETTLED && slot >= c->checkpoint)
 		say(f, false, "%s: not absorbed yet (the next mount settles it)", key);
 	if (slot >= s->cur->trimmed && slot < c->checkpoint) {
-		for (; s->expect < slot; s->expect++)
-			say(f, true, "chain %s/%s/%" PRIu64 ": slot %" PRIu64
-				     " below the checkpoint is missing",
-			    nv_class_name(c->cls), c->star, c->epoch, s->expect);
+		say_missing(f, c, s->cur, s->expect, slot);
 		s->expect = slot + 1;
 	}
 	return 0;
@@ -511,10 +565,8 @@ static int check_chains(struct fsck *f)
 		rc = store_list(f->store, prefix, NULL, slot_visit, &ss);
 		if (rc)
 			return rc;
-		for (; ss.expect < c->checkpoint; ss.expect++)
-			say(f, true, "chain %s/%s/%" PRIu64 ": slot %" PRIu64
-				     " below the checkpoint is missing",
-			    nv_class_name(c->cls), c->star, c->epoch, ss.expect);
+		if (ss.expect < c->checkpoint)
+			say_missing(f, c, &cur, ss.expect, c->checkpoint);
 		rc = meta_marker_list(f->kv, c->cls, c->star, c->epoch, mark_visit, &ms);
 		if (rc)
 			return rc;
@@ -530,7 +582,8 @@ static int check_chains(struct fsck *f)
 struct ref_scan {
 	struct fsck *f;
 	const struct meta_stream *s;
-	uint64_t next_seq, next_byte;
+	uint64_t next_seq, next_byte; /* the end of what the refs so far cover */
+	uint8_t next_kind;            /* the kind of the row that reaches there */
 	bool first;
 	int err;
 };
@@ -679,13 +732,28 @@ static int ref_visit(void *arg, const struct meta_ref *r)
 				     " above the trim point %" PRIu64,
 			    r->stream_id, s->s->bucket, s->s->name, r->first_seq, s->s->trim_seq);
 		s->first = false;
+	} else if (r->first_seq < s->next_seq && r->first_byte < s->next_byte &&
+		   r->kind != s->next_kind) {
+		/* A settle cut short: its catalog row is committed and the
+		 * span refs it covers are not deleted yet (or its non-pivot
+		 * rows are down and the CAS is not); both describe the same
+		 * bytes, and the stream's next settle removes the span refs
+		 * (engine/settle/job.h, the resume). */
+		say(f, false, "stream %" PRIu64 " (%s/%s): the %s at seq %" PRIu64 " overlaps the "
+			      "%s before it (up to seq %" PRIu64 "): a settle cut short, which its "
+			      "next pass finishes", r->stream_id, s->s->bucket, s->s->name,
+		    r->kind == META_REF_SPAN ? "span ref" : "catalog row", r->first_seq,
+		    s->next_kind == META_REF_SPAN ? "span ref" : "catalog row", s->next_seq);
 	} else if (r->first_seq != s->next_seq || r->first_byte != s->next_byte) {
 		say(f, true, "stream %" PRIu64 " (%s/%s): gap or overlap at seq %" PRIu64
 			     " (previous ref ends at %" PRIu64 ")",
 		    r->stream_id, s->s->bucket, s->s->name, r->first_seq, s->next_seq);
 	}
-	s->next_seq = r->end_seq;
-	s->next_byte = r->end_byte;
+	if (r->end_seq >= s->next_seq) {
+		s->next_seq = r->end_seq;
+		s->next_byte = r->end_byte;
+		s->next_kind = r->kind;
+	}
 	meta_ref_init(&twin);
 	rc = meta_ref_floor_byte(f->kv, r->stream_id, r->first_byte, &twin);
 	if (rc == 0 && (twin.first_seq != r->first_seq || twin.first_byte != r->first_byte))
@@ -804,7 +872,10 @@ int fsck_run(struct store *store, struct kv *kv, const struct fsck_opts *o,
 	if (!rc)
 		rc = meta_reclaim_due(kv, UINT64_MAX - 1, 0, gc_named, &f);
 	for (size_t i = 0; i < f.nobjs; i++) {
-		if (!rc && !f.objs[i].named)
+		if (!rc && !f.objs[i].named && publish_pending(&f, f.objs[i].key))
+			say(&f, false, "%s: published by a settle whose commit is not done (its next "
+				       "pass adopts it)", f.objs[i].key);
+		else if (!rc && !f.objs[i].named)
 			say(&f, true, "%s: a settled object nothing names (leaked)", f.objs[i].key);
 		free(f.objs[i].key);
 	}

@@ -16,7 +16,9 @@
  *            "unsettled", a note, not a violation)
  *   slots    for every chain, slots in [trimmed, checkpoint) exist; no
  *            slot below trimmed; a SETTLED chain has no slot at or above
- *            its cut (garbage an earlier recovery should have reaped)
+ *            its cut (garbage an earlier recovery should have reaped);
+ *            missing slots below the grace target are a note (a
+ *            trim-check stopped between its deletes and its cursor)
  *   markers  ascending and disjoint per chain, inside [rewritten,
  *            checkpoint); every slot a marker names is in the store; a
  *            stream's records in [rewritten, checkpoint) outside every
@@ -25,7 +27,9 @@
  *   refs     per stream: contiguous in seq and byte from the trim point,
  *            each with its byte-index twin; every slot entry names an
  *            existing slot whose footer verifies and whose entries for
- *            the stream cover exactly that slot's share of the ref; with
+ *            the stream cover exactly that slot's share of the ref (a span
+ *            ref overlapping a catalog row is a note: a settle stopped
+ *            between its CAS and deleting what it covers); with
  *            `full`, every such chunk is fetched and verified (CRC,
  *            decompression, frames)
  *            catalog rows: every settled object present, its footer
@@ -34,7 +38,8 @@
  *            of a chain is covered by a ref of its stream (no acked
  *            record invisible)
  *   objects  every settled object in the store is named by a catalog row
- *            or queued for reclamation (nothing leaks)
+ *            or queued for reclamation (nothing leaks), or awaits the commit
+ *            of the settle that published it (a note)
  *   cursors  trimmed/rewritten come from the chain's cursor row
  */
 #ifndef NOVAFS_ENGINE_FSCK_H

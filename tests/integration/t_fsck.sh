@@ -2,7 +2,8 @@
 # t_fsck.sh - novactl fsck finds metastore damage (issue 12 item 10):
 # 64 damaged bytes of meta.db are reported through SQLite's own
 # integrity check; a lost batch marker is a violation that names the
-# stream and its byte range; a healthy store passes, and status opens
+# stream and its byte range; a settled object nothing names is leaked
+# unless a settle's commit is pending for it; a healthy store passes, and status opens
 # with a summary (and has --json).  The daemon refuses to start on the
 # damaged meta.db (PRAGMA quick_check at open), naming the file, fsck and
 # a recovery path, unless -o meta_check=warn; a healthy one mounts.
@@ -54,6 +55,29 @@ grep -E "VIOLATION [bc]/s[0-9]+: records [0-9]+\.\.[0-9]+, bytes \[[0-9]+, [0-9]
 	"$NV_TMP/fsck.out" > /dev/null ||
 	fail "no violation names the stream of the lost marker: $(head -n 5 "$NV_TMP/fsck.out")"
 say "ok: $(grep -c VIOLATION "$NV_TMP/fsck.out") violation(s), e.g. $(grep -m1 VIOLATION "$NV_TMP/fsck.out")"
+
+say "3b. settled objects nothing names: pending a settle's commit (a note) or leaked"
+rm -rf "$DATA"
+cp -a "$NV_TMP/pristine" "$DATA"
+# b/s1's records from seq 0 are still a span ref's: an object there is
+# a settle's output awaiting its commit.  One past its refs, or of a
+# stream that does not exist, nothing will ever adopt.
+id=$("$NOVACTL" layout -o "data_dir=$DATA" b/s1 | nv_json_get stream)
+objs=$DATA/objects/streams/b
+mkdir -p "$objs/$id/0000000000000001" "$objs/999999/0000000000000001"
+echo pending > "$objs/$id/0000000000000001/0000000000000000"
+echo leaked > "$objs/$id/0000000000000001/0000000000100000"
+echo leaked > "$objs/999999/0000000000000001/0000000000000000"
+rc=0
+"$NOVACTL" fsck -o "data_dir=$DATA" > "$NV_TMP/fsck.out" 2>&1 || rc=$?
+((rc == 1)) || fail "fsck with two leaked objects exited with $rc: $(tail -n 5 "$NV_TMP/fsck.out")"
+grep -q "^note .*streams/b/$id/0000000000000001/0000000000000000: published by a settle whose commit is not done" \
+	"$NV_TMP/fsck.out" || fail "the pending object is not a note: $(grep streams/ "$NV_TMP/fsck.out")"
+for k in "$id/0000000000000001/0000000000100000" 999999/0000000000000001/0000000000000000; do
+	grep -q "^VIOLATION streams/b/$k: a settled object nothing names (leaked)" "$NV_TMP/fsck.out" ||
+		fail "the leaked object $k is not a violation: $(grep streams/ "$NV_TMP/fsck.out")"
+done
+say "ok: $(grep -c "VIOLATION streams/" "$NV_TMP/fsck.out") leaked, 1 pending"
 
 say "4. 64 damaged bytes of meta.db: fsck reports the metastore"
 rm -rf "$DATA"

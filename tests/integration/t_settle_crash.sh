@@ -10,7 +10,9 @@
 # appends deterministic records to three streams (hot: 64 KiB records;
 # cold: small records; an express stream) and notes each acknowledged one;
 # the daemon must die with status 77 at that point (its log says so); the
-# dead mount is removed and the daemon restarts without failpoints.  Then:
+# dead mount is removed, novactl fsck passes on the crashed store (a
+# settle cut short is a note, not a violation), and the daemon restarts
+# without failpoints.  Then:
 # every acknowledged record is there, in order, with at most the one write
 # in flight beyond it (user.nova.seq agrees), the bytes are the expected
 # ones; everything settles (settled == seq, no span ref, no chain slot left,
@@ -274,6 +276,7 @@ for spec in "${SPECS[@]}"; do
 			grep -q "failpoint: $point: crash" ||
 			fail "$LABEL: the daemon log does not show the crash at $point"
 		say "ok: $LABEL: the daemon died at $point (status 77) after $(nv_elapsed "$T0") s"
+		nv_fsck
 		recover_and_check
 		say "$LABEL: round done in $(nv_elapsed "$T0") s"
 	}
@@ -290,6 +293,7 @@ for ((round = 1; round <= KILLS; round++)); do
 	sleep "0.$(printf '%03d' $((RANDOM % 1000)))"
 	nv_crash
 	finish_writer
+	nv_fsck
 	recover_and_check
 	say "$LABEL: round done in $(nv_elapsed "$T0") s"
 done
