@@ -55,15 +55,23 @@ static uint32_t rec_len(const struct rc_blob *b, uint32_t k)
 	return (uint32_t)(end - b->rec_off[k] - BUNDLE_FRAME_HDR);
 }
 
-size_t chunkrec_copy(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off,
-		     uint8_t *dst, size_t len, uint32_t max_records)
+/* The record holding stream byte off (b->nrec when none does). */
+static uint32_t first_record(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off)
 {
 	uint32_t i = chunkrec_for_byte(e, b, off);
-	size_t done = 0;
-	uint64_t pos = off;
 
 	while (i < b->nrec && chunkrec_byte(e, b, i) + rec_len(b, i) <= off)
 		i++;
+	return i;
+}
+
+size_t chunkrec_copy(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off,
+		     uint8_t *dst, size_t len, uint32_t max_records)
+{
+	uint32_t i = first_record(e, b, off);
+	size_t done = 0;
+	uint64_t pos = off;
+
 	for (uint32_t taken = 0; i < b->nrec && done < len && taken < max_records; i++, taken++) {
 		size_t skip = (size_t)(pos - chunkrec_byte(e, b, i));
 		size_t n = rec_len(b, i) - skip;
@@ -74,5 +82,30 @@ size_t chunkrec_copy(const struct bundle_entry *e, const struct rc_blob *b, uint
 		done += n;
 		pos += n;
 	}
+	return done;
+}
+
+size_t chunkrec_iov(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off,
+		    size_t len, uint32_t max_records, struct iovec *iov, int *niov, int maxiov)
+{
+	uint32_t i = first_record(e, b, off);
+	size_t done = 0;
+	uint64_t pos = off;
+	int k = *niov;
+
+	for (uint32_t taken = 0; i < b->nrec && done < len && taken < max_records; i++, taken++) {
+		size_t skip = (size_t)(pos - chunkrec_byte(e, b, i));
+		size_t n = rec_len(b, i) - skip;
+
+		if (k >= maxiov)
+			return 0;
+		if (n > len - done)
+			n = len - done;
+		iov[k].iov_base = b->data + b->rec_off[i] + BUNDLE_FRAME_HDR + skip;
+		iov[k++].iov_len = n;
+		done += n;
+		pos += n;
+	}
+	*niov = k;
 	return done;
 }

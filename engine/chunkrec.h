@@ -11,8 +11,9 @@
  * Invariants:
  *  1. A blob chunkrec_index() accepted has exactly e->nrec frames, each
  *     inside the blob: every later call only reads within it.
- *  2. A copy is at most len bytes and READ_PAGE_RECORDS records (read.h
- *     invariant 2), and starts at the byte asked for.
+ *  2. A copy (or the iovecs of one) is at most len bytes and
+ *     READ_PAGE_RECORDS records (read.h invariant 2), and starts at the
+ *     byte asked for.
  *
  * No state, no locks: a blob is immutable once indexed.
  */
@@ -21,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "engine/bundle.h"
 #include "engine/rcache.h"
@@ -43,5 +45,11 @@ uint32_t chunkrec_for_byte(const struct bundle_entry *e, const struct rc_blob *b
  * not hold off. */
 size_t chunkrec_copy(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off,
 		     uint8_t *dst, size_t len, uint32_t max_records);
+
+/* The same bytes as chunkrec_copy() as at most maxiov iovecs pointing
+ * into b (one per record), appended at iov[*niov]: the bytes, or 0 (and
+ * *niov unchanged) when b does not hold off or they need more iovecs. */
+size_t chunkrec_iov(const struct bundle_entry *e, const struct rc_blob *b, uint64_t off,
+		    size_t len, uint32_t max_records, struct iovec *iov, int *niov, int maxiov);
 
 #endif

@@ -668,6 +668,31 @@ static void maybe_readahead(struct read_engine *re, struct reader *rd, uint64_t 
 int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, uint64_t off,
 	      void *dst, size_t len, size_t *got, enum read_tier *tier)
 {
+	bool sunk;
+
+	return read_page_sink(re, s, rd, off, dst, len, NULL, &sunk, got, tier);
+}
+
+/* Hand len bytes of chunk b from off to sink (b's reference with them):
+ * the bytes, or 0 when there is no room (or b does not hold off). */
+static size_t sink_chunk(struct read_sink *sink, const struct bundle_entry *e,
+			 struct rc_blob *b, uint64_t off, size_t len)
+{
+	size_t n;
+
+	if (!sink || sink->npins == sink->maxpins)
+		return 0;
+	n = chunkrec_iov(e, b, off, len, READ_PAGE_RECORDS, sink->iov, &sink->niov,
+			 sink->maxiov);
+	if (n)
+		sink->pins[sink->npins++] = b;
+	return n;
+}
+
+int read_page_sink(struct read_engine *re, struct nv_stream *s, struct reader *rd,
+		   uint64_t off, void *dst, size_t len, struct read_sink *sink, bool *sunk,
+		   size_t *got, enum read_tier *tier)
+{
 	uint64_t acked = stream_acked_byte(s);
 	uint64_t trim = atomic_load(&s->trim_byte);
 	struct bundle_entry ent;
@@ -679,6 +704,7 @@ int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, ui
 
 	*got = 0;
 	*tier = READ_EOF;
+	*sunk = false;
 	if (off >= acked || len == 0)
 		return 0;
 	if (len > acked - off)
@@ -718,8 +744,13 @@ int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, ui
 		return hole(trim, off, dst, len, got, tier);
 	if (rc)
 		return rc;
-	n = chunkrec_copy(&ent, b, off, dst, len, READ_PAGE_RECORDS);
-	rc_blob_unref(b);
+	n = sink_chunk(sink, &ent, b, off, len);
+	if (n) {
+		*sunk = true; /* b's reference went with the bytes */
+	} else {
+		n = chunkrec_copy(&ent, b, off, dst, len, READ_PAGE_RECORDS);
+		rc_blob_unref(b);
+	}
 	if (n == 0) {
 		nv_log(NV_ERR, NV_SUB_READ, "%s: chunk at %llu does not hold stream %llu byte %llu",
 		       l.key, (unsigned long long)ent.chunk_off, (unsigned long long)s->id,

@@ -54,7 +54,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
+#include "engine/rcache.h"
 #include "engine/stats.h"
 #include "engine/store/store.h"
 #include "engine/stream.h"
@@ -104,6 +106,31 @@ void reader_free(struct reader *rd); /* NULL is a no-op */
 int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, uint64_t off,
 	      void *dst, size_t len, size_t *got, enum read_tier *tier)
 	__attribute__((warn_unused_result));
+
+/*
+ * Where a reader that replies with a gather list (fs/file.c: FUSE's
+ * fuse_reply_iov()) takes its bytes from: a page read from a chunk
+ * (READ_COLD, or READ_FLIGHT from a slot) is handed over as iovecs into
+ * the cached chunk, with a reference on the chunk (pins),
+ * instead of being copied into dst.  A chunk the cache evicts meanwhile
+ * lives on until the reply is sent: outside the cache's budget
+ * (invariant 4) by at most maxpins chunks per request in flight.
+ * A page from another tier, or one that does not fit the room left, is
+ * copied into dst as before and appended by the caller.  The caller
+ * owns the arrays and unrefs pins[0..npins) after its reply.
+ */
+struct read_sink {
+	struct iovec *iov;
+	int niov, maxiov;
+	struct rc_blob **pins;
+	int npins, maxpins;
+};
+
+/* read_page(), with a cold page handed to sink (NULL: read_page()):
+ * *sunk says which; either way *got bytes were read. */
+int read_page_sink(struct read_engine *re, struct nv_stream *s, struct reader *rd,
+		   uint64_t off, void *dst, size_t len, struct read_sink *sink, bool *sunk,
+		   size_t *got, enum read_tier *tier) __attribute__((warn_unused_result));
 
 /*
  * The record holding stream byte pos (by_seq false) or record pos (by_seq

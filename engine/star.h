@@ -245,6 +245,10 @@ int star_append(struct star *st, struct nv_stream *s, const void *body, size_t l
 int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
 	      void *dst, size_t len, size_t *got, enum read_tier *tier)
 	__attribute__((warn_unused_result));
+/* star_read() with a cold page handed to sink (read_page_sink()). */
+int star_read_sink(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
+		   void *dst, size_t len, struct read_sink *sink, bool *sunk, size_t *got,
+		   enum read_tier *tier) __attribute__((warn_unused_result));
 struct reader *star_reader_new(struct star *st, struct nv_stream *s);
 
 /* What star_view_refresh() reads: the refs' end and the trim point (what

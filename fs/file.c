@@ -286,6 +286,11 @@ void fs_file_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
 
 /* ------------------------------------------------------------ reads and appends */
 
+/* A read's gather list: iovecs (a cold page takes one per record) and
+ * pinned chunks.  Past either, pages are copied into the buffer. */
+#define FS_READ_IOV 256
+#define FS_READ_PINS 32
+
 /* The per-thread read buffer (READ_PAGE_MAX bytes or max_read). */
 static uint8_t *read_buffer(struct nova_fs *fs, size_t size)
 {
@@ -312,8 +317,12 @@ void fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct nova_fs *fs = fs_of(req);
 	struct fs_file *f = (struct fs_file *)(uintptr_t)fi->fh;
+	struct iovec iov[FS_READ_IOV];
+	struct rc_blob *pins[FS_READ_PINS];
+	struct read_sink sink = { .iov = iov, .maxiov = FS_READ_IOV, .pins = pins,
+				  .maxpins = FS_READ_PINS };
 	uint8_t *buf;
-	size_t done;
+	size_t done, before;
 	int rc;
 
 	if (fs_handle_kind(fi) == FS_FILE_FOLLOW) {
@@ -329,7 +338,10 @@ void fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		atomic_fetch_or(&f->stream->user_flags, SF_CACHED);
 	/* Fill the whole request across tiers (fs.h): a short read is the
 	 * end of the stream. */
-	rc = fs_handle_read(fs->star, f->stream, f->reader, (uint64_t)off, buf, size, &done);
+	/* Cold pages go out from the cached chunks (no copy into buf). */
+	rc = fs_handle_read(fs->star, f->stream, f->reader, (uint64_t)off, buf, size, &sink,
+			    &done);
+	before = done;
 	if (rc == 0 && done < size) /* past this star's view: the holder's? */
 		rc = fs_remote_more(fs, f->stream, (uint64_t)off + done, buf + done, size - done,
 				    &done);
@@ -347,9 +359,12 @@ void fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		nv_log(NV_WARN, NV_SUB_FS, "read of %s/%s at %lld failed: %s", f->stream->bucket,
 		       f->stream->name, (long long)(off + done), strerror(-rc));
 		fuse_reply_err(req, nova_fs_errno(rc));
-		return;
+	} else {
+		fs_handle_sink_add(&sink, buf + before, done - before);
+		fuse_reply_iov(req, sink.iov, sink.niov);
 	}
-	fuse_reply_buf(req, (const char *)buf, done);
+	for (int i = 0; i < sink.npins; i++)
+		rc_blob_unref(sink.pins[i]);
 }
 
 struct write_op {

@@ -211,7 +211,7 @@ static void attempt(struct follow *fw, struct parked *p)
 			}
 			/* What is there, up to the request (a short read is fine). */
 			rc = fs_handle_read(fw->st, s, p->ff->reader, (uint64_t)p->off, buf, p->size,
-					  &done);
+					    NULL, &done);
 			if (rc == -STAR_ENOTOWNER) { /* a hot page another star leads */
 				size_t more = 0;
 

@@ -5,6 +5,7 @@
 #include "fs/handle.h"
 
 #include <errno.h>
+#include <stdint.h>
 
 int nova_fs_errno(int rc)
 {
@@ -22,8 +23,22 @@ int nova_fs_errno(int rc)
 	}
 }
 
+void fs_handle_sink_add(struct read_sink *sink, void *buf, size_t n)
+{
+	struct iovec *last = sink->niov ? &sink->iov[sink->niov - 1] : NULL;
+
+	if (n == 0)
+		return;
+	if (last && (uint8_t *)last->iov_base + last->iov_len == (uint8_t *)buf) {
+		last->iov_len += n;
+		return;
+	}
+	sink->iov[sink->niov].iov_base = buf;
+	sink->iov[sink->niov++].iov_len = n;
+}
+
 int fs_handle_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
-		 void *buf, size_t size, size_t *done)
+		   void *buf, size_t size, struct read_sink *sink, size_t *done)
 {
 	uint8_t *dst = buf;
 	int rc = 0;
@@ -31,9 +46,21 @@ int fs_handle_read(struct star *st, struct nv_stream *s, struct reader *rd, uint
 	*done = 0;
 	while (*done < size) {
 		enum read_tier tier;
+		bool sunk = false;
 		size_t got;
 
-		rc = star_read(st, s, rd, off + *done, dst + *done, size - *done, &got, &tier);
+		if (sink) {
+			/* One iovec stays free for a page copied after a sunk one. */
+			sink->maxiov--;
+			rc = star_read_sink(st, s, rd, off + *done, dst + *done, size - *done, sink,
+					    &sunk, &got, &tier);
+			sink->maxiov++;
+			if (!rc && got && !sunk)
+				fs_handle_sink_add(sink, dst + *done, got);
+		} else {
+			rc = star_read(st, s, rd, off + *done, dst + *done, size - *done, &got,
+				       &tier);
+		}
 		if (rc || got == 0)
 			break;
 		*done += got;

@@ -91,8 +91,18 @@ int nova_fs_errno(int engine_rc);
  * page after page across tiers (engine/read.h), stopping at the acked
  * end.  rd may be NULL.  *done is how many bytes were read, also on
  * error.  0, or the first page's error (engine errors, -EIO).
+ * With sink (may be NULL; maxiov >= 2, and niov, npins 0 on entry) the
+ * bytes are sink's gather list instead: cold pages point into cached
+ * chunks (pinned), the others into buf at their offset, which is still
+ * size bytes; the caller replies with sink->iov and unrefs sink->pins.
  */
 int fs_handle_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
-		 void *buf, size_t size, size_t *done) __attribute__((warn_unused_result));
+		   void *buf, size_t size, struct read_sink *sink, size_t *done)
+	__attribute__((warn_unused_result));
+
+/* Append buf[0..n) (the bytes of buf right after those fs_handle_read()
+ * put there) to sink's gather list: merged with its last entry when that
+ * ends at buf, else in the entry fs_handle_read() kept free. */
+void fs_handle_sink_add(struct read_sink *sink, void *buf, size_t n);
 
 #endif

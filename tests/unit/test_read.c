@@ -561,7 +561,23 @@ static void test_read_page_limits(void **state)
 	rt_free(&t);
 }
 
-/* Random ranges over three tiers, filled page by page like fs/ does. */
+/* Gather the iovecs sink got from index k on into dst: the bytes. */
+static size_t gather(const struct read_sink *sink, int k, uint8_t *dst)
+{
+	size_t n = 0;
+
+	for (; k < sink->niov; k++) {
+		memcpy(dst + n, sink->iov[k].iov_base, sink->iov[k].iov_len);
+		n += sink->iov[k].iov_len;
+	}
+	return n;
+}
+
+/* Random ranges over three tiers, filled page by page like fs/ does:
+ * copied (read_page()), or every other range handed to a small sink
+ * (read_page_sink(): pages from chunks, cold or of a slot the flight
+ * index names, as iovecs into the pinned chunks, copied when the sink
+ * has no room left). */
 static void test_read_random_ranges(void **state)
 {
 	struct rt t = { .f = *state };
@@ -569,8 +585,10 @@ static void test_read_random_ranges(void **state)
 	struct efx_opts o;
 	struct efx_rec *r;
 	uint64_t seed = 7;
-	unsigned n = 0, seen[5] = { 0 };
+	unsigned n = 0, seen[5] = { 0 }, sunk_pages = 0, full_copies = 0;
 	uint8_t *buf = malloc(300000);
+	struct iovec iov[8];
+	struct rc_blob *pins[3];
 
 	assert_non_null(buf);
 	efx_opts_default(&o);
@@ -603,16 +621,37 @@ static void test_read_random_ranges(void **state)
 		struct model *x = m[k % 2];
 		uint64_t off = efx_rand(&seed) % (x->len + 100);
 		size_t len = (size_t)(efx_rand(&seed) % 300000), done = 0;
+		struct read_sink sink = { .iov = iov, .maxiov = 1 + (int)(efx_rand(&seed) % 8),
+					  .pins = pins, .maxpins = 1 + (int)(efx_rand(&seed) % 3) };
 
 		if (k % 17 == 0)
 			off = x->len - (efx_rand(&seed) % 50); /* near the end */
 		while (done < len) {
 			enum read_tier tier;
+			bool sunk = false;
+			int k0 = sink.niov, p0 = sink.npins;
 			size_t got;
 
-			assert_int_equal(read_page(t.re, x->s, NULL, off + done, buf + done,
-						   len - done, &got, &tier),
-					 0);
+			if (k % 2) {
+				assert_int_equal(read_page_sink(t.re, x->s, NULL, off + done,
+								buf + done, len - done, &sink,
+								&sunk, &got, &tier),
+						 0);
+			} else {
+				assert_int_equal(read_page(t.re, x->s, NULL, off + done,
+							   buf + done, len - done, &got, &tier),
+						 0);
+			}
+			if (sunk) {
+				assert_true(tier == READ_COLD || tier == READ_FLIGHT);
+				assert_int_equal(sink.npins, p0 + 1);
+				assert_int_equal(gather(&sink, k0, buf + done), got);
+				sunk_pages++;
+			} else {
+				assert_int_equal(sink.niov, k0);
+				assert_int_equal(sink.npins, p0);
+				full_copies += k % 2 && tier == READ_COLD; /* no room */
+			}
 			seen[tier]++;
 			assert_true(got <= READ_PAGE_MAX);
 			if (tier == READ_EOF) {
@@ -627,7 +666,11 @@ static void test_read_random_ranges(void **state)
 			assert_int_equal(done, len < x->len - off ? len : x->len - off);
 		if (done)
 			assert_memory_equal(buf, x->bytes + off, done);
+		for (int i = 0; i < sink.npins; i++)
+			rc_blob_unref(sink.pins[i]);
 	}
+	assert_true(sunk_pages > 0);
+	assert_true(full_copies > 0);
 	assert_true(seen[READ_HOT] > 0);
 	assert_true(seen[READ_FLIGHT] > 0);
 	assert_true(seen[READ_COLD] > 0);
