@@ -44,6 +44,23 @@ int objread_footer(struct store *st, const char *key, uint64_t off, uint32_t len
 	return store_read_copies(st, key, footer_copy, &a);
 }
 
+static int whole_copy(void *arg, struct store *copy)
+{
+	struct footer_args *a = arg;
+	uint8_t *buf = a->win;
+	int rc = get_exact(copy, a->key, 0, a->off + a->len, buf);
+
+	return rc ? rc : bundle_footer_open(buf + a->off, a->len, a->off, a->f);
+}
+
+int objread_whole(struct store *st, const char *key, uint64_t off, uint32_t len, uint8_t *buf,
+		  struct bundle_footer *f)
+{
+	struct footer_args a = { key, off, len, buf, f };
+
+	return store_read_copies(st, key, whole_copy, &a);
+}
+
 struct tail_args {
 	const char *key;
 	uint64_t *size, *foff;

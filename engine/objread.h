@@ -38,6 +38,15 @@ int objread_footer(struct store *st, const char *key, uint64_t off, uint32_t len
 		   struct bundle_footer *f) __attribute__((warn_unused_result));
 
 /*
+ * The whole of a small object up to its footer's end, [0, off + len) of
+ * key, into buf (caller owns, off + len bytes), the footer window at off
+ * verified (f borrows buf + off): one ranged read where a footer and
+ * then a chunk would take two.  The chunks in buf are not verified yet
+ * (bundle_chunk_decode_into() does it).  Errors as objread_footer().
+ */
+int objread_whole(struct store *st, const char *key, uint64_t off, uint32_t len, uint8_t *buf,
+		  struct bundle_footer *f) __attribute__((warn_unused_result));
+/*
  * The footer of key found from its own trailer: head, trailer, window.
  * 0 and *size, *foff, *flen, *win (malloc'd; caller frees) and f
  * (borrows *win).  On failure *win is NULL.  Errors as objread_footer(),

@@ -11,6 +11,7 @@
 #include "engine/objread.h"
 #include "engine/bundle.h"
 #include "engine/chain.h"
+#include "engine/chunkfetch.h"
 #include "engine/chunkrec.h"
 #include "engine/rcache.h"
 #include "meta/refs.h"
@@ -53,6 +54,7 @@ struct read_engine {
 	struct read_cfg cfg;
 	char star[META_STAR_MAX + 1];
 	struct rcache *cache;
+	struct chunkfetch cf;         /* over cache and cfg's store */
 	pthread_t *threads;
 	unsigned nthreads;
 
@@ -86,6 +88,7 @@ struct loc {
 	enum read_tier tier;
 	uint64_t next_byte; /* cold: where the next slot or object starts (or the
 			     * ref ends); 0 unknown */
+	uint64_t share;     /* cold: the stream's bytes in the object; 0 unknown */
 	bool cached;        /* from a reader's ref window: its object may be gone */
 	uint64_t trim_seq, trim_byte; /* cold: row_trim() with the ref (0: none) */
 };
@@ -113,6 +116,7 @@ static void loc_from_ref(const struct meta_ref *r, bool by_seq, uint64_t pos, st
 		l->footer_off = o->footer_off;
 		l->footer_len = o->footer_len;
 		l->next_byte = o + 1 < r->objs + r->nobjs ? o[1].first_byte : r->end_byte;
+		l->share = l->next_byte - o->first_byte;
 	} else {
 		uint32_t i = meta_ref_slot_find(r, key, pos);
 
@@ -121,6 +125,7 @@ static void loc_from_ref(const struct meta_ref *r, bool by_seq, uint64_t pos, st
 		l->footer_off = r->slots[i].footer_off;
 		l->footer_len = r->slots[i].footer_len;
 		l->next_byte = i + 1 < r->nslots ? r->slots[i + 1].first_byte : r->end_byte;
+		l->share = l->next_byte - r->slots[i].first_byte;
 	}
 	l->tier = READ_COLD;
 	l->cached = false;
@@ -271,7 +276,7 @@ static int locate_at(struct read_engine *re, struct nv_stream *s, struct reader 
 				l->footer_off = p.footer_off;
 				l->footer_len = p.footer_len;
 				l->tier = READ_FLIGHT;
-				l->next_byte = 0;
+				l->next_byte = l->share = 0;
 				l->cached = false;
 				l->trim_seq = l->trim_byte = 0;
 				return 0;
@@ -362,132 +367,16 @@ static int hole(uint64_t trim, uint64_t off, void *dst, size_t len, size_t *got,
 
 /* ------------------------------------------------------------ fetching */
 
-static int bad_object(struct read_engine *re, const char *key, bool cached, const char *what,
-		      int rc)
-{
-	if (rc == -ENOENT && cached) {
-		/* Settled or trimmed since the reader's window was read. */
-		nv_log(NV_DEBUG, NV_SUB_READ, "%s: %s: gone; its ref window was stale", key, what);
-		return -ESTALE;
-	}
-	if (rc == -EBADMSG || rc == -ENOENT || rc == -ERANGE) {
-		NV_STAT_ADD(re->cfg.stats, corrupt_objects, 1);
-		nv_log(NV_ERR, NV_SUB_READ, "%s: %s: %s", key, what,
-		       rc == -EBADMSG ? "failed verification" : strerror(-rc));
-		return -EIO;
-	}
-	nv_log(NV_WARN, NV_SUB_READ, "%s: %s: %s", key, what, strerror(-rc));
-	/* The store already retried transient failures (a zone down, a
-	 * timeout): to a reader that is an I/O error, never EAGAIN. */
-	return rc == -ENOMEM ? rc : -EIO;
-}
-
-static int load_footer(struct read_engine *re, const struct loc *l, struct rc_blob **out)
-{
-	struct rc_blob *b = rc_blob_new(l->footer_len, 0);
-	struct bundle_footer f;
-	int rc;
-
-	if (!b)
-		return -ENOMEM;
-	NV_STAT_ADD(re->cfg.stats, footer_fetches, 1);
-	rc = objread_footer(re->cfg.store, l->key, l->footer_off, l->footer_len, b->data, &f);
-	if (rc) {
-		rc_blob_unref(b);
-		return bad_object(re, l->key, l->cached, "footer", rc);
-	}
-	*out = b;
-	return 0;
-}
-
-static int get_footer(struct read_engine *re, const struct loc *l, struct bundle_footer *f,
-		      struct rc_blob **hold)
-{
-	struct rc_entry *e;
-	struct rc_blob *b;
-	int rc;
-
-	for (int i = 0; i < 4; i++) {
-		rc = rcache_get(re->cache, l->key, UINT64_MAX - l->footer_off, &b, &e);
-		if (rc == 1) {
-			rc = load_footer(re, l, &b);
-			if (!rc)
-				rc_blob_ref(b); /* ours; the cache gets the first */
-			rcache_fill(re->cache, e, rc ? NULL : b, rc);
-		}
-		if (rc != -ENOBUFS)
-			break;
-	}
-	if (rc)
-		return rc;
-	/* Verified when loaded: build the view without re-checking CRCs. */
-	f->entries = b->data;
-	f->n = (uint32_t)((b->len - BUNDLE_TRAILER_SIZE) / BUNDLE_ENTRY_SIZE);
-	f->footer_off = l->footer_off;
-	*hold = b;
-	return 0;
-}
-
-static int load_chunk(struct read_engine *re, const char *key, bool cached,
-		      const struct bundle_entry *e, struct rc_blob **out)
-{
-	struct rc_blob *b;
-	int rc;
-
-	NV_STAT_ADD(re->cfg.stats, chunk_fetches, 1);
-	/* Decoded straight into the cache entry (a raw chunk is read into
-	 * it and verified in place); e->raw_len is bounded by the footer
-	 * (bundle_footer_get()). */
-	b = rc_blob_new(e->raw_len, e->nrec);
-	rc = b ? objread_chunk_into(re->cfg.store, key, e, b->data) : -ENOMEM;
-	if (!rc)
-		rc = chunkrec_index(e, b); /* decode verified exactly nrec frames */
-	if (rc) {
-		rc_blob_unref(b);
-		return bad_object(re, key, cached, "chunk", rc);
-	}
-	*out = b;
-	return 0;
-}
-
-/* Entry of the footer holding stream byte off, and its decoded chunk. */
+/* Entry of l's footer holding stream byte (or seq) off, and its decoded
+ * chunk (engine/chunkfetch.h). */
 static int get_chunk_at(struct read_engine *re, const struct loc *l, uint64_t stream,
 			bool by_seq, uint64_t off, struct bundle_entry *ent, struct rc_blob **chunk,
 			bool *hit)
 {
-	struct bundle_footer f;
-	struct rc_blob *fb, *b;
-	struct rc_entry *e;
-	uint32_t idx;
-	int rc;
+	struct cf_obj o = { .key = l->key, .footer_off = l->footer_off,
+			    .footer_len = l->footer_len, .share = l->share, .cached = l->cached };
 
-	rc = get_footer(re, l, &f, &fb);
-	if (rc)
-		return rc;
-	rc = by_seq ? bundle_footer_find_seq(&f, stream, off, &idx)
-		    : bundle_footer_find_byte(&f, stream, off, &idx);
-	if (!rc)
-		rc = bundle_footer_get(&f, idx, ent);
-	rc_blob_unref(fb);
-	if (rc)
-		return bad_object(re, l->key, false, "footer lookup", rc == -ENOENT ? -EBADMSG : rc);
-	*hit = true;
-	for (int i = 0; i < 4; i++) {
-		rc = rcache_get(re->cache, l->key, ent->chunk_off, &b, &e);
-		if (rc == 1) {
-			*hit = false;
-			rc = load_chunk(re, l->key, l->cached, ent, &b);
-			if (!rc)
-				rc_blob_ref(b);
-			rcache_fill(re->cache, e, rc ? NULL : b, rc);
-		}
-		if (rc != -ENOBUFS)
-			break;
-	}
-	if (rc)
-		return rc;
-	*chunk = b;
-	return 0;
+	return chunkfetch_get(&re->cf, &o, stream, by_seq, off, ent, chunk, hit);
 }
 
 static int get_chunk(struct read_engine *re, const struct loc *l, uint64_t stream,
@@ -854,6 +743,8 @@ int read_engine_new(const struct read_cfg *cfg, struct read_engine **out)
 		free(re);
 		return -ENOMEM;
 	}
+	re->cf = (struct chunkfetch){ .store = cfg->store, .stats = cfg->stats,
+				      .cache = re->cache, .whole_max = cfg->whole_max };
 	pthread_mutex_init(&re->lock, NULL);
 	pthread_cond_init(&re->cond, NULL);
 	for (; re->nthreads < cfg->prefetch_threads; re->nthreads++) {

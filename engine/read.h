@@ -77,6 +77,10 @@ struct read_cfg {
 	uint64_t cache_bytes;    /* decoded chunks + footers */
 	unsigned prefetch_threads;
 	unsigned readahead;      /* chunks in front of a sequential reader (0: off) */
+	uint32_t whole_max;      /* a cold object of at most this many bytes up to
+				  * its footer's end, at least half of it the
+				  * stream's, is read whole: its footer and chunk
+				  * in one GET, not two (0: never) */
 	bool shared;             /* other stars share the metastore
 				  * (kv_shared()): they may trim a stream
 				  * this star does not lead (invariant 6) */

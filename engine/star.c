@@ -384,6 +384,10 @@ static int start_caches(struct star *st)
 	if (!st->streams || !st->backlog || !st->tc)
 		return -ENOMEM;
 	rcfg.tc = st->tc;
+	/* Where a GET costs a round trip (S3), a small slot is read whole:
+	 * one GET where a footer and a chunk took two.  A directory store
+	 * reads the chunk alone, into its cache entry with no copy. */
+	rcfg.whole_max = strncmp(store_name(st->store), "dir:", 4) ? STAR_READ_WHOLE_MAX : 0;
 	return read_engine_new(&rcfg, &st->re);
 }
 

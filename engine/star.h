@@ -92,6 +92,10 @@ struct star;
  * store: a millisecond of batching per PUT (novafs(8) linger_us). */
 #define STAR_LINGER_REQUEST_NS (1000 * NV_NS_PER_US)
 
+/* On an object store, a cold slot or object of at most this many bytes
+ * (mostly one stream's) is read in one GET (read_cfg.whole_max). */
+#define STAR_READ_WHOLE_MAX (4u << 20)
+
 /* The linger of class cls's chain under cfg (borrowed): its own
  * linger_class_ns when set (>= 0), else linger_ns when set (>= 0), else
  * by the store: 0 when the class's slots go to segment files of a local

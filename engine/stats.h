@@ -31,6 +31,7 @@
 	X(cold_read_bytes)    /* bytes those reads returned */             \
 	X(footer_fetches)     /* footer windows fetched */                 \
 	X(chunk_fetches)      /* chunk extents fetched */                  \
+	X(whole_fetches)      /* small objects read whole, in one GET */   \
 	X(read_cache_hits)    /* chunks found decoded in the read cache */ \
 	X(prefetches)         /* chunk extents fetched ahead */            \
 	X(ref_lookups)        /* ref reads of the read path (metastore) */ \

@@ -133,6 +133,7 @@ struct rt {
 	} m[4];
 	int nm;
 	bool shared; /* read_cfg.shared of rt_engine()'s engine */
+	uint32_t whole_max; /* read_cfg.whole_max of rt_engine()'s engine */
 };
 
 static void rt_engine(struct rt *t, bool with_tc, uint64_t cache_bytes, unsigned threads,
@@ -156,6 +157,7 @@ static void rt_engine(struct rt *t, bool with_tc, uint64_t cache_bytes, unsigned
 	rc.prefetch_threads = threads;
 	rc.readahead = readahead;
 	rc.shared = t->shared;
+	rc.whole_max = t->whole_max;
 	assert_int_equal(read_engine_new(&rc, &t->re), 0);
 }
 
@@ -431,41 +433,47 @@ static void test_read_flight_tier_without_cache(void **state)
 /* Below the frontier: one floor lookup per page, then ranged GETs of the
  * footer window and of exactly the chunk (never the whole object), each
  * fetched once. */
+/* Stream x, absorbed: slot 0 one small record (key0), slot 1 twenty
+ * records in several chunks (key, layout ly); the store's counters reset. */
+static struct model *two_slots(struct rt *t, char *key, char *key0, struct layout *ly)
+{
+	struct efx_rec *first, *r;
+	struct model *m;
+
+	start(t->f, 0, false, 4096);
+	first = efx_recs(t->f, 21);
+	r = first + 1;
+	rt_engine(t, true, 8u << 20, 0, 0);
+	m = rt_stream(t, "x");
+	fake_store_gate(t->f->fs, efx_slot_key(t->f, 0, key0));
+	put_async(t, m, 10, first);
+	assert_true(fake_store_wait_parked(t->f->fs, key0, 1, WAIT_MS));
+	/* Hold the rest in the open flight: linger can't seal it. */
+	for (int i = 0; i < 20; i++)
+		put_async(t, m, 1000, &r[i]);
+	fake_store_open_gate(t->f->fs, key0);
+	settle(t);
+	assert_true(efx_wait_done(t->f, 21, WAIT_MS));
+	assert_int_equal(atomic_load(&m->s->frontier_byte), m->len);
+	efx_slot_key(t->f, 1, key);
+	slot_layout(t->f, 1, ly);
+	assert_true(ly->n >= 3);
+	fake_store_reset_calls(t->f->fs);
+	return m;
+}
+
 static void test_read_cold_one_floor_and_ranged_gets(void **state)
 {
 	struct rt t = { .f = *state };
 	struct model *m;
-	struct efx_rec *first, *r;
 	struct layout ly;
 	struct store_stats s0, s1;
 	char key[CHAIN_KEY_MAX], key0[CHAIN_KEY_MAX];
 	uint64_t c1, c2;
 
-	start(t.f, 0, false, 4096);
-	first = efx_recs(t.f, 21);
-	r = first + 1;
-	rt_engine(&t, true, 8u << 20, 0, 0);
-	m = rt_stream(&t, "x");
-	/* Slot 0: one small record; slot 1: twenty records, several chunks. */
-	fake_store_gate(t.f->fs, efx_slot_key(t.f, 0, key0));
-	put_async(&t, m, 10, first);
-	assert_true(fake_store_wait_parked(t.f->fs, key0, 1, WAIT_MS));
-	{
-		/* Hold the rest in the open flight: linger can't seal it. */
-		for (int i = 0; i < 20; i++)
-			put_async(&t, m, 1000, &r[i]);
-	}
-	fake_store_open_gate(t.f->fs, key0);
-	settle(&t);
-	assert_true(efx_wait_done(t.f, 21, WAIT_MS));
-	assert_int_equal(atomic_load(&m->s->frontier_byte), m->len);
-	efx_slot_key(t.f, 1, key);
-	slot_layout(t.f, 1, &ly);
-	assert_true(ly.n >= 3);
+	m = two_slots(&t, key, key0, &ly);
 	c1 = ly.e[1].first_byte;
 	c2 = ly.e[2].first_byte;
-
-	fake_store_reset_calls(t.f->fs);
 	store_get_stats(t.f->store, &s0);
 	atomic_store(&t.ck->floors, 0);
 	atomic_store(&t.ck->gets, 0);
@@ -502,6 +510,60 @@ static void test_read_cold_one_floor_and_ranged_gets(void **state)
 	assert_int_equal(kv_calls(t.ck), 4);
 	assert_int_equal(fake_store_calls(t.f->fs, FAKE_HEAD, NULL), 0);
 	assert_int_equal(NV_STAT_GET(&t.f->stats, cold_reads), 4);
+	rt_free(&t);
+}
+
+/* With whole_max (an object store's read): a small slot that is mostly
+ * the stream's is one GET, footer and every chunk of the stream; one too
+ * large for whole_max, or mostly other streams', reads as before. */
+static void test_read_cold_whole_small_slot(void **state)
+{
+	struct rt t = { .f = *state, .whole_max = 1u << 20 };
+	struct model *m, *y;
+	struct layout ly;
+	struct efx_rec *r;
+	char key[CHAIN_KEY_MAX], key0[CHAIN_KEY_MAX], key2[CHAIN_KEY_MAX];
+
+	m = two_slots(&t, key, key0, &ly);
+	assert_int_equal(page(&t, m, NULL, ly.e[1].first_byte + 7, 1u << 20, READ_COLD),
+			 ly.e[2].first_byte - ly.e[1].first_byte - 7);
+	assert_int_equal(gets_of(t.f, key), 1);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, whole_fetches), 1);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, footer_fetches), 1);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, chunk_fetches), 0);
+	/* Every chunk of the slot came with it: the whole stream, no GET. */
+	for (uint32_t i = 0; i < ly.n; i++)
+		assert_true(page(&t, m, NULL, ly.e[i].first_byte, 1u << 20, READ_COLD) > 0);
+	assert_int_equal(gets_of(t.f, key), 1);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, chunk_fetches), 0);
+	assert_int_equal(page(&t, m, NULL, 3, 4096, READ_COLD), 7);
+	assert_int_equal(gets_of(t.f, key0), 1);
+
+	/* Too large for whole_max: footer, then chunk. */
+	t.whole_max = 1000;
+	rt_engine(&t, true, 8u << 20, 0, 0);
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(page(&t, m, NULL, ly.e[1].first_byte, 100, READ_COLD), 100);
+	assert_int_equal(gets_of(t.f, key), 2);
+
+	/* Slot 3: mostly another stream's bytes: footer, then chunk. */
+	t.whole_max = 1u << 20;
+	rt_engine(&t, true, 8u << 20, 0, 0);
+	y = rt_stream(&t, "y");
+	r = efx_recs(t.f, 3);
+	fake_store_gate(t.f->fs, efx_slot_key(t.f, 2, key2));
+	put_async(&t, m, 10, &r[0]);
+	assert_true(fake_store_wait_parked(t.f->fs, key2, 1, WAIT_MS));
+	put_async(&t, y, 200000, &r[1]);
+	put_async(&t, m, 10, &r[2]);
+	fake_store_open_gate(t.f->fs, key2);
+	settle(&t);
+	assert_true(efx_wait_done(t.f, 24, WAIT_MS));
+	assert_int_equal(chain_next_slot(t.f->chain), 4);
+	efx_slot_key(t.f, 3, key2);
+	fake_store_reset_calls(t.f->fs);
+	assert_int_equal(page(&t, m, NULL, m->len - 10, 100, READ_COLD), 10);
+	assert_int_equal(gets_of(t.f, key2), 2);
 	rt_free(&t);
 }
 
@@ -1048,6 +1110,7 @@ int main(void)
 		T(test_read_trimmed_elsewhere_refs_stand),
 		T(test_read_flight_tier_without_cache),
 		T(test_read_cold_one_floor_and_ranged_gets),
+		T(test_read_cold_whole_small_slot),
 		T(test_read_page_limits),
 		T(test_read_random_ranges),
 		T(test_read_corrupt_objects_eio),
