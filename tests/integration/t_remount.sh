@@ -125,6 +125,14 @@ say "final remount"
 nv_remount
 nv_drop_caches
 check_all "incarnation 4 (read only)"
+# On an object store a small slot that is mostly one stream's is one GET
+# (engine/chunkfetch.h); a directory store reads footer and chunk.
+if [ -n "${NOVAFS_TEST_STORE:-}" ]; then
+	(($(nv_stat whole_fetches) > 0)) || fail "no small slot was read whole on $NOVAFS_TEST_STORE"
+else
+	nv_expect_eq "$(nv_stat whole_fetches)" 0 "whole_fetches on a directory store"
+fi
+say "ok: $(nv_stat whole_fetches) objects read whole, $(nv_stat footer_fetches) footers"
 nv_stop
 
 say "settlement within one mount keeps mtime"
