@@ -387,10 +387,7 @@ static int start_caches(struct star *st)
 	/* Where a GET costs a round trip (S3), a small slot is read whole:
 	 * one GET where a footer and a chunk took two.  A directory store
 	 * reads the chunk alone, into its cache entry with no copy. */
-	if (strncmp(store_name(st->store), "dir:", 4))
-		rcfg.whole_max = cfg->flight_max + STAR_READ_WHOLE_SLACK < STAR_READ_WHOLE_MAX
-					 ? (uint32_t)(cfg->flight_max + STAR_READ_WHOLE_SLACK)
-					 : STAR_READ_WHOLE_MAX;
+	rcfg.whole_max = strncmp(store_name(st->store), "dir:", 4) ? STAR_READ_WHOLE_MAX : 0;
 	return read_engine_new(&rcfg, &st->re);
 }
 

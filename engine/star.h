@@ -92,13 +92,12 @@ struct star;
  * store: a millisecond of batching per PUT (novafs(8) linger_us). */
 #define STAR_LINGER_REQUEST_NS (1000 * NV_NS_PER_US)
 
-/* On an object store, a cold slot or object of at most flight_max plus
- * this many bytes (one FUSE write's overshoot past the seal, and the
- * footer), mostly one stream's, is read in one GET (read_cfg.whole_max),
- * up to STAR_READ_WHOLE_MAX: its buffer lives while the GET runs, one
- * per prefetch thread and FUSE worker at most. */
-#define STAR_READ_WHOLE_SLACK ((1u << 20) + (64u << 10))
-#define STAR_READ_WHOLE_MAX (32u << 20)
+/* On an object store (or one with injected latency), a cold slot or
+ * object of at most this many bytes, mostly one stream's, is read in one
+ * GET (read_cfg.whole_max): a slot of small records, or a durable=write
+ * writer's 1 MiB.  Larger ones are read a chunk per GET, which the
+ * read-ahead runs in parallel (one 4 MiB GET was slower on RGW). */
+#define STAR_READ_WHOLE_MAX ((2u << 20) + (64u << 10))
 
 /* The linger of class cls's chain under cfg (borrowed): its own
  * linger_class_ns when set (>= 0), else linger_ns when set (>= 0), else
