@@ -78,9 +78,10 @@ struct read_cfg {
 	unsigned prefetch_threads;
 	unsigned readahead;      /* chunks in front of a sequential reader (0: off) */
 	uint32_t whole_max;      /* a cold object of at most this many bytes up to
-				  * its footer's end, at least half of it the
-				  * stream's, is read whole: its footer and chunk
-				  * in one GET, not two (0: never) */
+				  * its footer's end, not mostly other streams'
+				  * bytes, is read whole: its footer and chunks
+				  * in one GET, not two (engine/chunkfetch.h
+				  * invariant 2; 0: never) */
 	bool shared;             /* other stars share the metastore
 				  * (kv_shared()): they may trim a stream
 				  * this star does not lead (invariant 6) */
