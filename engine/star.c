@@ -698,6 +698,18 @@ int star_stream_set_owner(struct star *st, struct nv_stream *s, const struct met
 	return 0;
 }
 
+int star_stream_set_durable(struct star *st, struct nv_stream *s, unsigned durable)
+{
+	int rc = meta_stream_set_durable(st->kv, s->id, durable);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	atomic_store(&s->durable, durable);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
 int star_stream_rename(struct star *st, const char *bucket, const char *from, const char *to,
 		       bool noreplace, struct nv_stream *dst)
 {

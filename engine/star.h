@@ -182,6 +182,10 @@ int star_stream_create(struct star *st, const char *bucket, const char *name,
  * s's uid/gid/mode. */
 int star_stream_set_owner(struct star *st, struct nv_stream *s, const struct meta_owner *own)
 	__attribute__((warn_unused_result));
+/* user.nova.durable of a stream (META_DURABLE_*; DEFAULT removes the
+ * override): the row, then s->durable.  0, -EINVAL, -ENOENT, kv error. */
+int star_stream_set_durable(struct star *st, struct nv_stream *s, unsigned durable)
+	__attribute__((warn_unused_result));
 /* Rename a stream within its bucket (meta_stream_rename(): a stream
  * named `to` is replaced and deleted unless noreplace, -EEXIST then).
  * The stream keeps its id and bytes; open handles keep working.  dst

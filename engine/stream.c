@@ -364,6 +364,7 @@ static int load_once(struct stream_table *t, struct kv *kv, const struct meta_st
 	atomic_store(&s->uid, ms->own.uid);
 	atomic_store(&s->gid, ms->own.gid);
 	atomic_store(&s->mode, ms->own.mode);
+	atomic_store(&s->durable, ms->durable);
 	/* mtime: the newest record's timestamp (the last ref's max_ts, a
 	 * catalog row's too after settlement), the creation time while no
 	 * record exists; appends continue from it (timestamps never

@@ -111,6 +111,10 @@ struct nv_stream {
 	/* Owner and permission bits (meta_owner), stored under lock after
 	 * the row changed (star_stream_set_owner()), loaded lock-free. */
 	_Atomic uint32_t uid, gid, mode;
+	/* The row's durable override (META_DURABLE_*, meta/streams.h), for
+	 * fs/: stored under lock by star_stream_set_durable(), loaded
+	 * lock-free.  Another star's change shows at the next load here. */
+	_Atomic uint32_t durable;
 
 	/* Closed at every ack that moves acked_byte, at deletion and at
 	 * shutdown (wake.h). */

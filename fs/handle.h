@@ -57,31 +57,22 @@ static inline int fs_handle_kind(const struct fuse_file_info *fi)
  * When a write() returns (DESIGN.md 5): FS_DURABLE_WRITE when its record
  * is durable (the default), FS_DURABLE_FSYNC at admission, fsync() and
  * close() then waiting for every record the handle wrote (fs/file.c).
- * A stream's override (user.nova.durable, fs/xattr.c) lives in bits 1-2
- * of nv_stream.user_flags (bit 0 is fs/file.c's SF_CACHED): in memory
- * only, for as long as the stream stays loaded (its node or a handle
- * holds it); FS_DURABLE_DEFAULT there means the mount's -o durable=.
+ * A stream's override (user.nova.durable, fs/xattr.c) is kept in its
+ * stream row (meta_stream.durable, the values of META_DURABLE_*) and
+ * loaded with it (nv_stream.durable); FS_DURABLE_DEFAULT there means the
+ * mount's -o durable=.
  */
-enum fs_durable { FS_DURABLE_DEFAULT = 0, FS_DURABLE_WRITE = 1, FS_DURABLE_FSYNC = 2 };
-#define FS_SF_DURABLE_SHIFT 1u
-#define FS_SF_DURABLE_MASK (3u << FS_SF_DURABLE_SHIFT)
+enum fs_durable {
+	FS_DURABLE_DEFAULT = META_DURABLE_DEFAULT,
+	FS_DURABLE_WRITE = META_DURABLE_WRITE,
+	FS_DURABLE_FSYNC = META_DURABLE_FSYNC
+};
 
 /* The stream's override (FS_DURABLE_DEFAULT: none). */
 static inline enum fs_durable fs_stream_durable(struct nv_stream *s)
 {
-	return (enum fs_durable)((atomic_load(&s->user_flags) & FS_SF_DURABLE_MASK) >>
-				 FS_SF_DURABLE_SHIFT);
+	return (enum fs_durable)atomic_load(&s->durable);
 }
-
-static inline void fs_stream_set_durable(struct nv_stream *s, enum fs_durable d)
-{
-	unsigned old = atomic_load(&s->user_flags), nv;
-
-	do
-		nv = (old & ~FS_SF_DURABLE_MASK) | ((unsigned)d << FS_SF_DURABLE_SHIFT);
-	while (!atomic_compare_exchange_weak(&s->user_flags, &old, nv));
-}
-
 
 /* Map an engine error to the errno a user sees (positive; 0 for rc >= 0). */
 int nova_fs_errno(int engine_rc);

@@ -774,34 +774,25 @@ void fs_ns_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* ------------------------------------------------------------ xattrs, statfs */
 
-static int xattr_target(struct fs_node *n, struct fs_xattr_target *t)
-{
-	/* The follow view shows its stream's attributes (read-only). */
-	t->kind = n->kind == FS_NODE_FOLLOW_STREAM ? FS_NODE_STREAM
-		  : n->kind == FS_NODE_FOLLOW_BUCKET ? FS_NODE_BUCKET
-		  : n->kind == FS_NODE_FOLLOW_ROOT ? FS_NODE_ROOT : n->kind;
-	t->bucket = n->bucket;
-	t->stream = n->stream;
-	t->client = NULL;
-	t->trim = NULL;
-	t->trim_arg = NULL;
-	return 0;
-}
-
 /* user.nova.trim: at the stream's leader (fs/remote.h invariant 7). */
 static int xattr_trim(void *arg, struct nv_stream *s, uint64_t seq)
 {
 	return fs_remote_trim(arg, s, true, seq, NULL);
 }
 
-static void reply_value(fuse_req_t req, size_t size, const struct nv_buf *v)
+/* What an xattr call on n is about.  The follow view shows its stream's
+ * attributes (read-only: xattr_change() refuses it). */
+static void xattr_target(struct nova_fs *fs, struct fs_node *n, struct fs_xattr_target *t)
 {
-	if (size == 0)
-		fuse_reply_xattr(req, v->len);
-	else if (size < v->len)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, (const char *)v->ptr, v->len);
+	t->kind = n->kind == FS_NODE_FOLLOW_STREAM ? FS_NODE_STREAM
+		  : n->kind == FS_NODE_FOLLOW_BUCKET ? FS_NODE_BUCKET
+		  : n->kind == FS_NODE_FOLLOW_ROOT ? FS_NODE_ROOT : n->kind;
+	t->bucket = n->bucket;
+	t->stream = n->stream;
+	t->durable_default = fs->durable;
+	t->client = fs->client; /* user.nova.leader asks the holder through it */
+	t->trim = xattr_trim;
+	t->trim_arg = fs;
 }
 
 /* Bounds of what getxattr/listxattr build: a value (user.nova.layout of a
@@ -821,14 +812,17 @@ static void xattr_query(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 	if (!n)
 		return; /* replied ESTALE */
-	xattr_target(n, &t);
-	t.durable_default = fs->durable;
+	xattr_target(fs, n, &t);
 	nv_buf_init(&v, name ? XATTR_VALUE_CAP : XATTR_LIST_CAP);
 	rc = name ? fs_xattr_get(fs->star, &t, name, &v) : fs_xattr_list(&t, &v);
 	if (rc)
 		fuse_reply_err(req, nova_fs_errno(rc));
+	else if (size == 0) /* a size probe */
+		fuse_reply_xattr(req, v.len);
+	else if (size < v.len)
+		fuse_reply_err(req, ERANGE);
 	else
-		reply_value(req, size, &v);
+		fuse_reply_buf(req, (const char *)v.ptr, v.len);
 	nv_buf_free(&v);
 }
 
@@ -842,8 +836,9 @@ void fs_ns_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	xattr_query(req, ino, NULL, size);
 }
 
-void fs_ns_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-		    size_t size, int flags)
+/* setxattr, or removexattr (remove; value NULL): one reply. */
+static void xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			 size_t size, bool remove)
 {
 	struct nova_fs *fs = fs_of(req);
 	struct fs_node *n = fs_node_or_stale(req, ino);
@@ -857,28 +852,34 @@ void fs_ns_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	xattr_target(n, &t);
-	t.durable_default = fs->durable;
-	t.client = fs->client; /* user.nova.leader asks the holder through it */
-	t.trim = xattr_trim;
-	t.trim_arg = fs;
+	xattr_target(fs, n, &t);
 	/* Administration needs write permission on the node (fs/perm.h). */
 	rc = node_stat(fs, n, &st);
 	if (!rc)
 		rc = fs_perm_may_write(req, &st);
 	if (!rc)
-		rc = fs_xattr_set(fs->star, &t, name, value, size);
+		rc = remove ? fs_xattr_remove(fs->star, &t, name)
+			    : fs_xattr_set(fs->star, &t, name, value, size);
 	if (!rc && fs->se && n->kind == FS_NODE_STREAM && !strcmp(name, "user.nova.trim"))
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0); /* the hole reads as zeros */
 	if (rc && rc != -ENOTSUP)
-		nv_log(NV_INFO, NV_SUB_FS, "setxattr %s on inode %llu refused: %s", name,
-		       (unsigned long long)ino, strerror(-rc));
+		nv_log(NV_INFO, NV_SUB_FS, "%sxattr %s on inode %llu refused: %s",
+		       remove ? "remove" : "set", name, (unsigned long long)ino, strerror(-rc));
 	fuse_reply_err(req, nova_fs_errno(rc));
+}
+
+void fs_ns_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags)
+{
+	xattr_change(req, ino, name, value, size, false);
 }
 
 void fs_ns_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	fuse_reply_err(req, strncmp(name, "user.nova.", 10) ? ENODATA : EPERM);
+	if (strcmp(name, "user.nova.durable")) /* nothing else is removable */
+		fuse_reply_err(req, strncmp(name, "user.nova.", 10) ? ENODATA : EPERM);
+	else
+		xattr_change(req, ino, name, NULL, 0, true);
 }
 
 void fs_ns_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -279,6 +279,19 @@ static int set_leader(struct star *st, const struct fs_xattr_target *t, const ch
 	return rc;
 }
 
+/* The stream's durable override, kept in its row (fs/handle.h). */
+static int set_durable(struct star *st, struct nv_stream *s, enum fs_durable d)
+{
+	int rc = star_stream_set_durable(st, s, (unsigned)d);
+
+	if (rc)
+		return rc;
+	nv_log(NV_INFO, NV_SUB_FS, "stream %s/%s (%llu): user.nova.durable %s%s", s->bucket,
+	       s->name, (unsigned long long)s->id, d == FS_DURABLE_DEFAULT ? "removed" : "set to ",
+	       d == FS_DURABLE_DEFAULT ? "" : fs_durable_name(d));
+	return 0;
+}
+
 static int xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
 		     const char *value, size_t size)
 {
@@ -327,8 +340,7 @@ static int xattr_set(struct star *st, const struct fs_xattr_target *t, const cha
 
 		if (fs_durable_parse(value, size, &d))
 			return -EINVAL;
-		fs_stream_set_durable(t->stream, d);
-		return 0;
+		return set_durable(st, t->stream, d);
 	}
 	for (known = names_of(t->kind); known && *known; known++)
 		if (!strcmp(n, *known))
@@ -378,6 +390,15 @@ int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *n
 				   t->kind == FS_NODE_STREAM ? "/" : "",
 				   t->kind == FS_NODE_STREAM ? t->stream->name : "", strerror(-rc));
 	return rc;
+}
+
+int fs_xattr_remove(struct star *st, const struct fs_xattr_target *t, const char *name)
+{
+	if (strncmp(name, PFX, sizeof(PFX) - 1))
+		return -ENODATA; /* novafs stores no other attributes */
+	if (t->kind == FS_NODE_STREAM && !strcmp(name + sizeof(PFX) - 1, "durable"))
+		return set_durable(st, t->stream, FS_DURABLE_DEFAULT);
+	return -EPERM; /* engine state, not a stored value */
 }
 
 int fs_durable_parse(const char *v, size_t len, enum fs_durable *out)

@@ -4,7 +4,7 @@
  * For: reading engine state and administering it from getfattr and
  * setfattr.  Per stream: seq, frontier, settled, trim (writable), class
  * (writable while empty), epoch, layout (JSON), durable (writable: write
- * or fsync, fs/handle.h, in memory while the stream is loaded); on a bucket: class (the
+ * or fsync, removable, kept in the stream row: fs/handle.h); on a bucket: class (the
  * default for new streams); on the root: stats (a JSON document).
  * Anything else under user.nova. is unknown (ENODATA to read, ENOTSUP to
  * write); other namespaces are not stored (ENODATA / ENOTSUP).  Not for:
@@ -61,6 +61,12 @@ int fs_xattr_get(struct star *st, const struct fs_xattr_target *t, const char *n
  * (class of a non-empty stream), engine errors. */
 int fs_xattr_set(struct star *st, const struct fs_xattr_target *t, const char *name,
 		 const char *value, size_t size) __attribute__((warn_unused_result));
+
+/* Remove name: only a stream's user.nova.durable can be (its override
+ * goes: the mount's -o durable= applies again).  0, -ENODATA (not a
+ * user.nova. name), -EPERM (any other user.nova. name), engine errors. */
+int fs_xattr_remove(struct star *st, const struct fs_xattr_target *t, const char *name)
+	__attribute__((warn_unused_result));
 
 /* The NUL-separated list of names that exist on t, into out; a
  * stream's trim and leader exist but are not listed (xattr.c says why). */

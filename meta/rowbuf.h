@@ -27,6 +27,7 @@
 
 #define META_ROW_V1 1
 #define META_ROW_V2 2 /* v1 + owner (buckets.h, streams.h) */
+#define META_ROW_V3 3 /* stream rows: v2 + durable (streams.h) */
 #define META_CAS_RETRIES 64
 
 

@@ -31,7 +31,7 @@ int meta_stream_encode(const struct meta_stream *s, struct nv_buf *out)
 	int rc;
 
 	nv_buf_reset(out);
-	rc = nv_wr_u8(out, META_ROW_V2);
+	rc = nv_wr_u8(out, s->durable ? META_ROW_V3 : META_ROW_V2);
 	if (!rc)
 		rc = nv_wr_u64(out, s->id);
 	if (!rc)
@@ -50,6 +50,8 @@ int meta_stream_encode(const struct meta_stream *s, struct nv_buf *out)
 		rc = nv_wr_u64(out, s->deleted_ns);
 	if (!rc)
 		rc = meta_owner_write(out, &s->own);
+	if (!rc && s->durable)
+		rc = nv_wr_u8(out, s->durable);
 	return rc;
 }
 
@@ -73,7 +75,7 @@ int meta_stream_decode(const void *p, size_t n, struct meta_stream *s)
 	nv_rd_init(&r, p, n);
 	memset(s, 0, sizeof(*s));
 	ver = nv_rd_u8(&r);
-	if (ver != META_ROW_V1 && ver != META_ROW_V2)
+	if (ver != META_ROW_V1 && ver != META_ROW_V2 && ver != META_ROW_V3)
 		return -EBADMSG;
 	s->id = nv_rd_u64(&r);
 	if (rd_name(&r, s->bucket, sizeof(s->bucket)) ||
@@ -85,6 +87,12 @@ int meta_stream_decode(const void *p, size_t n, struct meta_stream *s)
 	s->trim_byte = nv_rd_u64(&r);
 	s->deleted_ns = nv_rd_u64(&r);
 	meta_owner_read(&r, ver, META_STREAM_MODE, &s->own);
+	if (ver == META_ROW_V3) {
+		s->durable = nv_rd_u8(&r);
+		/* v3 is written only for an override: DEFAULT there is corrupt */
+		if (s->durable != META_DURABLE_WRITE && s->durable != META_DURABLE_FSYNC)
+			return -EBADMSG;
+	}
 	if (nv_rd_done(&r) || s->cls >= NV_CLASS_COUNT || s->own.mode > 07777)
 		return -EBADMSG;
 	return 0;
@@ -355,6 +363,23 @@ int meta_stream_set_owner(struct kv *kv, uint64_t id, const struct meta_owner *o
 	struct meta_owner o = *own;
 
 	return stream_update(kv, id, set_owner_fn, &o, false, 0);
+}
+
+static int set_durable_fn(struct meta_stream *s, void *arg)
+{
+	unsigned d = *(unsigned *)arg;
+
+	if (s->durable == d)
+		return 1; /* no change */
+	s->durable = (uint8_t)d;
+	return 0;
+}
+
+int meta_stream_set_durable(struct kv *kv, uint64_t id, unsigned durable)
+{
+	if (durable > META_DURABLE_FSYNC)
+		return -EINVAL;
+	return stream_update(kv, id, set_durable_fn, &durable, false, 0);
 }
 
 struct rename_arg {

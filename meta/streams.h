@@ -12,7 +12,10 @@
  *   stream   v1: id, bucket, name, class, created_ns, trim_seq,
  *                trim_byte, deleted_ns (0 = live)
  *            v2: v1, then owner uid, gid (u32 each), mode (u16)
- * Writers write v2; a v1 row decodes as root:root META_STREAM_MODE.
+ *            v3: v2, then durable (u8: META_DURABLE_*)
+ * Writers write v3 when the stream has a durable override, else v2 (so a
+ * row without one stays readable by a v2 reader); a v1 row decodes as
+ * root:root META_STREAM_MODE, v1 and v2 as META_DURABLE_DEFAULT.
  *
  * Invariants:
  *  1. Ids come from one counter and are never reused, so a stream that
@@ -44,6 +47,13 @@
 
 #define META_STREAM_NAME_MAX NV_STREAM_NAME_MAX
 
+/* When a write() to the stream returns (user.nova.durable, DESIGN.md 5):
+ * the mount's -o durable= (DEFAULT), at the ack (WRITE), at admission with
+ * fsync()/close() waiting (FSYNC).  fs/handle.h's enum has these values. */
+#define META_DURABLE_DEFAULT 0u
+#define META_DURABLE_WRITE 1u
+#define META_DURABLE_FSYNC 2u
+
 struct meta_stream {
 	uint64_t id;
 	char bucket[META_BUCKET_NAME_MAX + 1];
@@ -54,6 +64,7 @@ struct meta_stream {
 	uint64_t trim_byte; /* stream offset of trim_seq */
 	uint64_t deleted_ns;
 	struct meta_owner own;
+	uint8_t durable; /* META_DURABLE_* */
 };
 
 /*
@@ -79,6 +90,10 @@ int meta_stream_set_class(struct kv *kv, uint64_t id, unsigned cls)
 	__attribute__((warn_unused_result));
 /* Set the owner and mode (as meta_bucket_set_owner()).  0, -ENOENT. */
 int meta_stream_set_owner(struct kv *kv, uint64_t id, const struct meta_owner *own)
+	__attribute__((warn_unused_result));
+/* Set the durable override (META_DURABLE_*; DEFAULT removes it).  0,
+ * -EINVAL (not one of them), -ENOENT, kv error. */
+int meta_stream_set_durable(struct kv *kv, uint64_t id, unsigned durable)
 	__attribute__((warn_unused_result));
 /*
  * Rename a live stream within its bucket: the name row moves, the

@@ -20,7 +20,8 @@
 #      novafs writes it twice: "b_dd_append" into big with the default
 #      durable=write (each write() returns durable: one PUT outstanding),
 #      then "b_dd_append_fsync" into bigf with user.nova.durable=fsync set
-#      on the fresh file, held open meanwhile so that the setting stays
+#      on the fresh file, held open meanwhile (builds before 2026-12-07 kept the
+#      setting only while the stream stayed loaded)
 #      (write() returns at admission, dd's close() when
 #      everything is acknowledged: durable when dd returns, so secs =
 #      durable_secs).  Both lines carry the mount's slot counters (its

@@ -23,9 +23,10 @@
 #include "src/base/buf.h"
 #include "tests/fuzz/fuzz.h"
 
-/* A current (v2) row re-encodes to the same bytes; an old (v1) row,
- * which encodes as v2, to a row that decodes to the same value (same,
- * sizeof(same), from decode: decode zeroes the whole struct first). */
+/* A current (v2, or v3 with a durable override) row re-encodes to the
+ * same bytes; an old (v1) row, which encodes as v2, to a row that
+ * decodes to the same value (same, sizeof(same), from decode: decode
+ * zeroes the whole struct first). */
 static void check_reencode(int rc, struct nv_buf *b, const uint8_t *p, size_t n,
 			   const void *same, size_t len, int (*redecode)(struct nv_buf *, void *))
 {

@@ -56,6 +56,7 @@ static struct {
 	int calls;
 	uint64_t seq;
 	unsigned cls;
+	unsigned durable;
 	const char *bucket;
 	struct nv_stream *stream;
 } got;
@@ -77,6 +78,17 @@ int star_stream_set_class(struct star *st, struct nv_stream *s, unsigned cls)
 	got.calls++;
 	got.stream = s;
 	got.cls = cls;
+	return 0;
+}
+
+/* As the engine's: the row (not here), then the stream's copy. */
+int star_stream_set_durable(struct star *st, struct nv_stream *s, unsigned durable)
+{
+	(void)st;
+	got.calls++;
+	got.stream = s;
+	got.durable = durable;
+	atomic_store(&s->durable, durable);
 	return 0;
 }
 
@@ -263,7 +275,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum fs_node_kind kinds[] = { FS_NODE_ROOT, FS_NODE_BUCKET,
 						   FS_NODE_STREAM, FS_NODE_STREAM };
-	/* The stubs never look inside; durable sets bits of user_flags. */
+	/* The stubs never look inside but for star_stream_set_durable(). */
 	static struct nv_stream stream_dummy;
 	struct fs_xattr_target t = { .bucket = "bkt", .stream = &stream_dummy };
 	struct fuzz_in in;
@@ -329,9 +341,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "fs_xattr_set(kind %d, '%s', %zu bytes) = %d, want %d\n",
 			(int)t.kind, name, vlen, rc, want);
 	FUZZ_ASSERT(rc == want);
-	FUZZ_ASSERT(got.calls == (rc == 0 && strcmp(n, "durable")));
+	FUZZ_ASSERT(got.calls == (rc == 0));
 	if (rc == 0 && !strcmp(n, "durable")) {
-		FUZZ_ASSERT(got.calls == 0 && fs_stream_durable(&stream_dummy) == want_dur);
+		FUZZ_ASSERT(got.durable == want_dur && got.stream == t.stream &&
+			    fs_stream_durable(&stream_dummy) == want_dur);
 	} else if (rc == 0 && !strcmp(n, "trim")) { /* rc == 0: n is set */
 		if (got.seq != want_seq)
 			fprintf(stderr, "trim value parsed as %llu, want %llu\n",
@@ -342,6 +355,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(t.kind == FS_NODE_BUCKET ? got.bucket == t.bucket
 						     : got.stream == t.stream);
 	}
+
+	/* fs_xattr_remove: only a stream's durable goes (to the default). */
+	if (!n)
+		want = -ENODATA;
+	else if (!strcmp(n, "durable") && t.kind == FS_NODE_STREAM)
+		want = 0;
+	else
+		want = -EPERM;
+	memset(&got, 0, sizeof(got));
+	rc = fs_xattr_remove(NULL, &t, name);
+	FUZZ_ASSERT(rc == want && got.calls == (rc == 0));
+	if (rc == 0)
+		FUZZ_ASSERT(got.durable == FS_DURABLE_DEFAULT &&
+			    fs_stream_durable(&stream_dummy) == FS_DURABLE_DEFAULT);
 
 	/* The listing of the same node. */
 	nv_buf_init(&list, 4096);

@@ -315,6 +315,10 @@ static void gen_rows(void)
 		rc |= meta_stream_encode(&s, &v);
 		put("row_streams", "stream-deleted", &sel, (size_t)1, v.ptr, v.len, NULL);
 		put("row_streams", "stream-truncated", &sel, (size_t)1, v.ptr, v.len - 3, NULL);
+		s.deleted_ns = 0;
+		s.durable = META_DURABLE_FSYNC; /* v3: user.nova.durable kept */
+		rc |= meta_stream_encode(&s, &v);
+		put("row_streams", "stream-durable", &sel, (size_t)1, v.ptr, v.len, NULL);
 		sel = 1;
 		rc |= meta_bucket_encode(&bk, &v);
 		put("row_streams", "bucket", &sel, (size_t)1, &l, (size_t)1, "logs", (size_t)4,

@@ -3,7 +3,8 @@
 # user.nova.durable): write() returns at admission, fsync() and close()
 # when everything the handle wrote is durable; readers see only acked
 # bytes; a failed ack fails fsync/close with EIO and is logged; a crash
-# after close loses nothing close acknowledged.
+# after close loses nothing close acknowledged; a stream's override is
+# kept in its row (drop_caches, restarts) until setfattr -x removes it.
 set -euo pipefail
 . "$TESTLIB"
 nv_init
@@ -18,7 +19,7 @@ mode, path = sys.argv[1], sys.argv[2]
 w = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 os.write(w, b"r" * 4096)
 r = os.open(path, os.O_RDONLY)
-before = "%d:%d" % (os.fstat(r).st_size, len(os.pread(r, 8192, 0)))
+before = "%d:%d" % (os.fstat(r).st_size, len(os.pread(r, 1 << 20, 0)))
 try:
     if mode == "sync":
         os.fsync(w)
@@ -26,7 +27,7 @@ try:
 except OSError as e:
     print("%s=%s" % ("fsync" if mode == "sync" else "close", errno.errorcode[e.errno]))
     sys.exit(0)
-print("before=%s after=%d:%d" % (before, os.stat(path).st_size, len(os.pread(r, 8192, 0))))
+print("before=%s after=%d:%d" % (before, os.stat(path).st_size, len(os.pread(r, 1 << 20, 0))))
 PY
 op() { python3 "$NV_TMP/op.py" "$@"; }
 
@@ -70,9 +71,31 @@ nv_expect_eq "$(nv_xattr "$MNT/b/f" user.nova.durable)" fsync "durable after set
 nv_expect_eq "$(nv_xattr "$MNT/b/w" user.nova.durable)" write "durable of another stream"
 got=$(op sync "$MNT/b/f")
 nv_expect_eq "$got" "before=0:0 after=4096:4096" "reader around a write to the fsync stream"
+grep -q "b/f ([0-9]*): user.nova.durable set to fsync" "$LOG" || fail "no log line for the setfattr"
+say "ok; the setting is kept in the stream's row, not on the inode"
+# The kernel forgets idle inodes (the daemon unloads the stream), and a
+# restart forgets everything in memory: the override must come back.
+sync
+echo 2 > /proc/sys/vm/drop_caches
+nv_expect_eq "$(nv_xattr "$MNT/b/f" user.nova.durable)" fsync "durable after drop_caches"
+nv_stop
+nv_start "store_faults=latency_ms=1000:prefix=chains/"
+nv_expect_eq "$(nv_xattr "$MNT/b/f" user.nova.durable)" fsync "durable after a restart"
+nv_expect_eq "$(nv_xattr "$MNT/b/w" user.nova.durable)" write "durable of the other stream after a restart"
+got=$(op sync "$MNT/b/f")
+nv_expect_eq "$got" "before=4096:4096 after=8192:8192" "a write to the fsync stream after a restart"
 setfattr -n user.nova.durable -v write "$MNT/b/f" || fail "setfattr user.nova.durable=write failed"
 got=$(op sync "$MNT/b/f")
-nv_expect_eq "$got" "before=8192:8192 after=8192:8192" "the stream back at durable=write"
+nv_expect_eq "$got" "before=12288:12288 after=12288:12288" "the stream back at durable=write"
+say "ok; setfattr -x removes it: the mount's -o durable= applies again"
+setfattr -n user.nova.durable -v write "$MNT/b/w" || fail "setfattr user.nova.durable=write on w failed"
+setfattr -x user.nova.durable "$MNT/b/f" || fail "setfattr -x user.nova.durable failed"
+nv_expect_eq "$(nv_xattr "$MNT/b/f" user.nova.durable)" write "durable after removal, under the default mount"
+nv_stop
+nv_start "durable=fsync"
+nv_expect_eq "$(nv_xattr "$MNT/b/f" user.nova.durable)" fsync "a removed override reads as the mount's durable=fsync"
+nv_expect_eq "$(nv_xattr "$MNT/b/w" user.nova.durable)" write "a kept override wins over the mount's durable=fsync"
+setfattr -x user.nova.durable "$MNT/b/f" || fail "removing an absent override failed"
 nv_stop
 
 say "4. every slot PUT fails: close, or fsync, fails with EIO; the bytes never show"

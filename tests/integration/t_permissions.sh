@@ -68,6 +68,13 @@ denied "$ACCES" "setfattr user.nova.trim on a 0644 stream" \
 	setfattr -n user.nova.trim -v 1 "$MNT/pub/open"
 denied "$ACCES" "setfattr user.nova.class on a 0755 bucket" \
 	setfattr -n user.nova.class -v express "$MNT/pub"
+setfattr -n user.nova.durable -v fsync "$MNT/pub/open"
+denied "$ACCES" "setfattr user.nova.durable on a 0644 stream" \
+	setfattr -n user.nova.durable -v write "$MNT/pub/open"
+denied "$ACCES" "setfattr -x user.nova.durable on a 0644 stream" \
+	setfattr -x user.nova.durable "$MNT/pub/open"
+nv_expect_eq "$(nv_xattr "$MNT/pub/open" user.nova.durable)" fsync "durable after nobody's attempts"
+setfattr -x user.nova.durable "$MNT/pub/open"
 denied "$PERM" "chmod 0666 of root's stream" chmod 0666 "$MNT/pub/open"
 denied "$PERM" "chmod 0777 of root's bucket" chmod 0777 "$MNT/pub"
 denied "$PERM" "chown nobody of root's stream" chown nobody "$MNT/pub/open"

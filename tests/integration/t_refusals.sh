@@ -349,12 +349,13 @@ nv_refuse "Operation not supported" "setfattr user.nova.seq (read-only)" \
 expect_errno ENOTSUP "setxattr(2) user.nova.seq" setxattr "$NE" user.nova.seq 5
 expect_errno ENOTSUP "setxattr(2) user.nova.layout" setxattr "$NE" user.nova.layout '{}'
 expect_errno ENOTSUP "setxattr(2) user.nova.stats on the root" setxattr "$MNT" user.nova.stats '{}'
-row "remove a user.nova. xattr" EPERM
+row "remove a user.nova. xattr other than a stream's user.nova.durable" EPERM
 nv_refuse "Operation not permitted" "setfattr -x user.nova.class" setfattr -x user.nova.class "$NE"
 expect_errno EPERM "removexattr(2) user.nova.class" removexattr "$NE" user.nova.class
 expect_errno EPERM "removexattr(2) user.nova.seq" removexattr "$NE" user.nova.seq
 expect_errno EPERM "removexattr(2) user.nova.nope (unknown, still user.nova.)" removexattr "$NE" user.nova.nope
 expect_errno EPERM "removexattr(2) user.nova.class of a bucket" removexattr "$B" user.nova.class
+expect_errno EPERM "removexattr(2) user.nova.durable of a bucket (streams only)" removexattr "$B" user.nova.durable
 nv_expect_eq "$(nv_xattr "$NE" user.nova.seq)" 3 "user.nova.seq unchanged"
 nv_expect_eq "$(nv_xattr "$NE" user.nova.class)" standard "user.nova.class still there"
 row "set an xattr outside user.nova." ENOTSUP

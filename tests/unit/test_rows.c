@@ -549,6 +549,56 @@ static void test_rows_owners(void **state)
 	nv_buf_free(&v);
 }
 
+/* user.nova.durable's row field: absent (v2) until set, kept through a
+ * rename, removed back to v2; a v3 row must carry an override. */
+static void test_rows_stream_durable(void **state)
+{
+	struct fx *f = *state;
+	struct meta_stream s, g;
+	struct meta_bucket b;
+	struct nv_buf v;
+
+	assert_int_equal(meta_bucket_create(f->kv, "b", 0, NULL, &b), 0);
+	assert_int_equal(meta_stream_create(f->kv, "b", "x", -1, 1, NULL, &s), 0);
+	assert_int_equal(s.durable, META_DURABLE_DEFAULT);
+	nv_buf_init(&v, 4096);
+	assert_int_equal(meta_stream_encode(&s, &v), 0);
+	assert_int_equal(v.ptr[0], 2); /* no override: still readable by v2 readers */
+
+	assert_int_equal(meta_stream_set_durable(f->kv, s.id, META_DURABLE_FSYNC), 0);
+	assert_int_equal(meta_stream_get(f->kv, s.id, &g, NULL), 0);
+	assert_int_equal(g.durable, META_DURABLE_FSYNC);
+	assert_int_equal(meta_stream_encode(&g, &v), 0);
+	assert_int_equal(v.ptr[0], 3);
+	assert_int_equal(meta_stream_decode(v.ptr, v.len, &s), 0);
+	assert_memory_equal(&s, &g, sizeof(s));
+	for (size_t n = 0; n < v.len; n++)
+		assert_int_equal(meta_stream_decode(v.ptr, n, &s), -EBADMSG);
+	v.ptr[v.len - 1] = META_DURABLE_DEFAULT; /* v3 without an override */
+	assert_int_equal(meta_stream_decode(v.ptr, v.len, &s), -EBADMSG);
+	v.ptr[v.len - 1] = 3;
+	assert_int_equal(meta_stream_decode(v.ptr, v.len, &s), -EBADMSG);
+
+	assert_int_equal(meta_stream_rename(f->kv, "b", "x", "y", false, 0, 0, 2, NULL), 0);
+	assert_int_equal(meta_stream_lookup(f->kv, "b", "y", &g), 0);
+	assert_int_equal(g.durable, META_DURABLE_FSYNC);
+	assert_int_equal(meta_stream_set_durable(f->kv, g.id, META_DURABLE_WRITE), 0);
+	assert_int_equal(meta_stream_set_durable(f->kv, g.id, META_DURABLE_WRITE), 0);
+	assert_int_equal(meta_stream_get(f->kv, g.id, &s, NULL), 0);
+	assert_int_equal(s.durable, META_DURABLE_WRITE);
+	assert_int_equal(meta_stream_set_durable(f->kv, g.id, META_DURABLE_DEFAULT), 0);
+	assert_int_equal(meta_stream_get(f->kv, g.id, &s, NULL), 0);
+	assert_int_equal(s.durable, META_DURABLE_DEFAULT);
+	assert_int_equal(meta_stream_encode(&s, &v), 0);
+	assert_int_equal(v.ptr[0], 2);
+
+	assert_int_equal(meta_stream_set_durable(f->kv, g.id, 3), -EINVAL);
+	assert_int_equal(meta_stream_set_durable(f->kv, g.id + 9, META_DURABLE_FSYNC), -ENOENT);
+	assert_int_equal(meta_stream_delete(f->kv, g.id, 3), 0);
+	assert_int_equal(meta_stream_set_durable(f->kv, g.id, META_DURABLE_FSYNC), -ENOENT);
+	nv_buf_free(&v);
+}
+
 static int list_count_fn(void *arg, const struct meta_stream *s)
 {
 	(void)s;
@@ -2031,6 +2081,7 @@ int main(void)
 		T(test_rows_stream_set_class),
 		T(test_rows_stream_set_trim_never_backwards),
 		T(test_rows_owners),
+		T(test_rows_stream_durable),
 		T(test_rows_stream_rename),
 		T(test_rows_stream_rename_resolved),
 		T(test_rows_stream_rename_vacant_taken),
