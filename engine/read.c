@@ -557,9 +557,7 @@ static void maybe_readahead(struct read_engine *re, struct reader *rd, uint64_t 
 int read_page(struct read_engine *re, struct nv_stream *s, struct reader *rd, uint64_t off,
 	      void *dst, size_t len, size_t *got, enum read_tier *tier)
 {
-	bool sunk;
-
-	return read_page_sink(re, s, rd, off, dst, len, NULL, &sunk, got, tier);
+	return read_page_sink(re, s, rd, off, dst, len, NULL, got, tier);
 }
 
 /* Hand len bytes of chunk b from off to sink (b's reference with them):
@@ -579,8 +577,8 @@ static size_t sink_chunk(struct read_sink *sink, const struct bundle_entry *e,
 }
 
 int read_page_sink(struct read_engine *re, struct nv_stream *s, struct reader *rd,
-		   uint64_t off, void *dst, size_t len, struct read_sink *sink, bool *sunk,
-		   size_t *got, enum read_tier *tier)
+		   uint64_t off, void *dst, size_t len, struct read_sink *sink, size_t *got,
+		   enum read_tier *tier)
 {
 	uint64_t acked = stream_acked_byte(s);
 	uint64_t trim = atomic_load(&s->trim_byte);
@@ -593,7 +591,6 @@ int read_page_sink(struct read_engine *re, struct nv_stream *s, struct reader *r
 
 	*got = 0;
 	*tier = READ_EOF;
-	*sunk = false;
 	if (off >= acked || len == 0)
 		return 0;
 	if (len > acked - off)
@@ -633,10 +630,8 @@ int read_page_sink(struct read_engine *re, struct nv_stream *s, struct reader *r
 		return hole(trim, off, dst, len, got, tier);
 	if (rc)
 		return rc;
-	n = sink_chunk(sink, &ent, b, off, len);
-	if (n) {
-		*sunk = true; /* b's reference went with the bytes */
-	} else {
+	n = sink_chunk(sink, &ent, b, off, len); /* b's reference goes with the bytes */
+	if (!n) {
 		n = chunkrec_copy(&ent, b, off, dst, len, READ_PAGE_RECORDS);
 		rc_blob_unref(b);
 	}

@@ -132,10 +132,11 @@ struct read_sink {
 };
 
 /* read_page(), with a cold page handed to sink (NULL: read_page()):
- * *sunk says which; either way *got bytes were read. */
+ * sunk when sink->npins grew (by one), else copied into dst; either way
+ * *got bytes were read. */
 int read_page_sink(struct read_engine *re, struct nv_stream *s, struct reader *rd,
-		   uint64_t off, void *dst, size_t len, struct read_sink *sink, bool *sunk,
-		   size_t *got, enum read_tier *tier) __attribute__((warn_unused_result));
+		   uint64_t off, void *dst, size_t len, struct read_sink *sink, size_t *got,
+		   enum read_tier *tier) __attribute__((warn_unused_result));
 
 /*
  * The record holding stream byte pos (by_seq false) or record pos (by_seq

@@ -826,16 +826,13 @@ void star_each_stream(struct star *st, void (*fn)(void *arg, struct nv_stream *s
 int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
 	      void *dst, size_t len, size_t *got, enum read_tier *tier)
 {
-	bool sunk;
-
-	return star_read_sink(st, s, rd, off, dst, len, NULL, &sunk, got, tier);
+	return star_read_sink(st, s, rd, off, dst, len, NULL, got, tier);
 }
 
 int star_read_sink(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
-		   void *dst, size_t len, struct read_sink *sink, bool *sunk, size_t *got,
+		   void *dst, size_t len, struct read_sink *sink, size_t *got,
 		   enum read_tier *tier)
 {
-	*sunk = false;
 	/* The tail window is the leader's alone (a vacant stream's state
 	 * here is its committed state: served from refs). */
 	if (off >= atomic_load(&s->frontier_byte) && off < stream_acked_byte(s)) {
@@ -844,7 +841,7 @@ int star_read_sink(struct star *st, struct nv_stream *s, struct reader *rd, uint
 		if (rc)
 			return rc;
 	}
-	return read_page_sink(st->re, s, rd, off, dst, len, sink, sunk, got, tier);
+	return read_page_sink(st->re, s, rd, off, dst, len, sink, got, tier);
 }
 
 struct reader *star_reader_new(struct star *st, struct nv_stream *s)

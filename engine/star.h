@@ -258,7 +258,7 @@ int star_read(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t 
 	__attribute__((warn_unused_result));
 /* star_read() with a cold page handed to sink (read_page_sink()). */
 int star_read_sink(struct star *st, struct nv_stream *s, struct reader *rd, uint64_t off,
-		   void *dst, size_t len, struct read_sink *sink, bool *sunk, size_t *got,
+		   void *dst, size_t len, struct read_sink *sink, size_t *got,
 		   enum read_tier *tier) __attribute__((warn_unused_result));
 struct reader *star_reader_new(struct star *st, struct nv_stream *s);
 

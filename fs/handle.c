@@ -46,16 +46,17 @@ int fs_handle_read(struct star *st, struct nv_stream *s, struct reader *rd, uint
 	*done = 0;
 	while (*done < size) {
 		enum read_tier tier;
-		bool sunk = false;
 		size_t got;
 
 		if (sink) {
+			int pins = sink->npins; /* a sunk page pins one more chunk */
+
 			/* One iovec stays free for a page copied after a sunk one. */
 			sink->maxiov--;
 			rc = star_read_sink(st, s, rd, off + *done, dst + *done, size - *done, sink,
-					    &sunk, &got, &tier);
+					    &got, &tier);
 			sink->maxiov++;
-			if (!rc && got && !sunk)
+			if (!rc && got && sink->npins == pins)
 				fs_handle_sink_add(sink, dst + *done, got);
 		} else {
 			rc = star_read(st, s, rd, off + *done, dst + *done, size - *done, &got,
