@@ -83,30 +83,47 @@ static int load_footer(const struct chunkfetch *cf, const struct cf_obj *l, stru
 	return 0;
 }
 
+/* The footer view of a verified footer blob b of l's object. */
+static void footer_view(const struct cf_obj *l, struct rc_blob *b, struct bundle_footer *f)
+{
+	/* Verified when loaded: build the view without re-checking CRCs. */
+	f->entries = b->data;
+	f->n = (uint32_t)((b->len - BUNDLE_TRAILER_SIZE) / BUNDLE_ENTRY_SIZE);
+	f->footer_off = l->footer_off;
+}
+
+/* The footer of l's object, from the cache or loaded.  With whole (may be
+ * NULL) and a whole read, *whole is set and *pending is the footer's cache
+ * entry, not yet filled: the caller claims the stream's chunk entries
+ * first (claim_whole()) and then fills it, so that a thread waiting for
+ * the footer finds those chunks loading, not missing, and waits for them
+ * instead of fetching them again with a GET of its own. */
 static int get_footer(const struct chunkfetch *cf, const struct cf_obj *l, struct bundle_footer *f,
-		      struct rc_blob **hold, uint8_t **whole)
+		      struct rc_blob **hold, uint8_t **whole, struct rc_entry **pending)
 {
 	struct rc_entry *e;
 	struct rc_blob *b;
 	int rc;
 
+	*pending = NULL;
 	for (int i = 0; i < 4; i++) {
 		rc = rcache_get(cf->cache, l->key, UINT64_MAX - l->footer_off, &b, &e);
 		if (rc == 1) {
 			rc = load_footer(cf, l, &b, whole);
 			if (!rc)
 				rc_blob_ref(b); /* ours; the cache gets the first */
-			rcache_fill(cf->cache, e, rc ? NULL : b, rc);
+			if (!rc && whole && *whole) {
+				*pending = e; /* filled by the caller */
+			} else {
+				rcache_fill(cf->cache, e, rc ? NULL : b, rc);
+			}
 		}
 		if (rc != -ENOBUFS)
 			break;
 	}
 	if (rc)
 		return rc;
-	/* Verified when loaded: build the view without re-checking CRCs. */
-	f->entries = b->data;
-	f->n = (uint32_t)((b->len - BUNDLE_TRAILER_SIZE) / BUNDLE_ENTRY_SIZE);
-	f->footer_off = l->footer_off;
+	footer_view(l, b, f);
 	*hold = b;
 	return 0;
 }
@@ -141,36 +158,57 @@ static int load_chunk(const struct chunkfetch *cf, const char *key, bool cached,
 	return 0;
 }
 
-/* The stream's chunks in whole (its object read whole) but entry skip,
- * into the cache: the next pages of a sequential reader, for no GET. */
-static void fill_whole(const struct chunkfetch *cf, const struct cf_obj *l,
-		       const struct bundle_footer *f, uint64_t stream, uint32_t skip,
-		       const uint8_t *whole)
-{
-	uint32_t first, count;
+/* The stream's chunks in whole (its object read whole), claimed in the
+ * cache before the footer entry is filled (get_footer()): the next pages
+ * of a sequential reader, for no GET.  *claims (malloc'd) and *nclaims:
+ * the entries this thread must fill (fill_claims()). */
+struct claim {
+	struct rc_entry *ce;
+	struct bundle_entry e;
+};
 
-	if (bundle_footer_stream(f, stream, &first, &count))
+static void claim_whole(const struct chunkfetch *cf, const struct cf_obj *l,
+			const struct bundle_footer *f, uint64_t stream, struct claim **claims,
+			uint32_t *nclaims)
+{
+	uint32_t first, count, n = 0;
+	struct claim *c;
+
+	*claims = NULL;
+	*nclaims = 0;
+	if (bundle_footer_stream(f, stream, &first, &count) || !count ||
+	    !(c = calloc(count, sizeof(*c))))
 		return;
 	for (uint32_t q = first; q < first + count; q++) {
-		struct bundle_entry e;
-		struct rc_entry *ce;
 		struct rc_blob *b;
 		int rc;
 
-		if (q == skip || bundle_footer_get(f, q, &e))
+		if (bundle_footer_get(f, q, &c[n].e))
 			continue;
-		if (rcache_peek(cf->cache, l->key, e.chunk_off, &b) == 0) {
+		if (rcache_peek(cf->cache, l->key, c[n].e.chunk_off, &b) == 0) {
 			rc_blob_unref(b); /* cached already */
 			continue;
 		}
-		rc = rcache_get(cf->cache, l->key, e.chunk_off, &b, &ce);
+		rc = rcache_get(cf->cache, l->key, c[n].e.chunk_off, &b, &c[n].ce);
 		if (rc == 0)
 			rc_blob_unref(b);
-		if (rc != 1)
-			continue;
-		rc = load_chunk(cf, l->key, l->cached, &e, whole, l->footer_off, &b);
-		rcache_fill(cf->cache, ce, rc ? NULL : b, rc); /* our reference */
+		if (rc == 1)
+			n++;
 	}
+	*claims = c;
+	*nclaims = n;
+}
+
+static void fill_claims(const struct chunkfetch *cf, const struct cf_obj *l, struct claim *c,
+			uint32_t n, const uint8_t *whole)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct rc_blob *b;
+		int rc = load_chunk(cf, l->key, l->cached, &c[i].e, whole, l->footer_off, &b);
+
+		rcache_fill(cf->cache, c[i].ce, rc ? NULL : b, rc); /* our reference */
+	}
+	free(c);
 }
 
 /* Entry of the footer holding stream byte off, and its decoded chunk. */
@@ -182,18 +220,29 @@ int chunkfetch_get(const struct chunkfetch *cf, const struct cf_obj *l, uint64_t
 	struct rc_blob *fb, *b;
 	struct rc_entry *e;
 	uint8_t *whole = NULL;
-	uint32_t idx;
+	struct rc_entry *pending;
+	struct claim *claims = NULL;
+	uint32_t idx, nclaims = 0;
+	bool loaded = false;
 	int rc;
 
-	rc = get_footer(cf, l, &f, &fb, &whole);
+	rc = get_footer(cf, l, &f, &fb, &whole, &pending);
 	if (rc)
 		return rc;
+	if (pending) {
+		/* Claim the stream's chunks, then publish the footer. */
+		claim_whole(cf, l, &f, stream, &claims, &nclaims);
+		rcache_fill(cf->cache, pending, fb, 0); /* one of our two references */
+	}
 	rc = by_seq ? bundle_footer_find_seq(&f, stream, off, &idx)
 		    : bundle_footer_find_byte(&f, stream, off, &idx);
 	if (!rc)
 		rc = bundle_footer_get(&f, idx, ent);
-	if (!rc && whole)
-		fill_whole(cf, l, &f, stream, idx, whole);
+	for (uint32_t i = 0; !rc && i < nclaims; i++)
+		if (claims[i].e.chunk_off == ent->chunk_off)
+			loaded = true; /* its GET was ours: not a cache hit */
+	if (claims)
+		fill_claims(cf, l, claims, nclaims, whole); /* even on a failed lookup */
 	rc_blob_unref(fb);
 	if (rc) {
 		free(whole);
@@ -216,6 +265,8 @@ int chunkfetch_get(const struct chunkfetch *cf, const struct cf_obj *l, uint64_t
 	free(whole);
 	if (rc)
 		return rc;
+	if (loaded)
+		*hit = false;
 	*chunk = b;
 	return 0;
 }
