@@ -20,7 +20,8 @@
 # Then a sweep of -o linger_us (SWEEP_LINGER) x put_window (SWEEP_WINDOW),
 # SWEEP_REPS interleaved rounds of SWEEP_DURATION seconds, novafs only.
 # novafs engine counters (user.nova.stats) give records per flight (batching)
-# and absorb batches per run.
+# and absorb batches per run; /proc gives the daemon's context switches per
+# append (daemon_cs_per_append).
 #
 # DIAG=1 adds diagnostics (novafs only, mode streams, DIAG_DURATION s each,
 # DIAG_REPS rounds, a fresh data dir per run): the same workload with the
@@ -67,16 +68,19 @@ kv() { tr ' ' '\n' <<< "$2" | awk -F= -v k="$1" '$1 == k { print $2 }'; }
 # run_nova MODE DURATION TAG: one novafs run in a fresh bucket (TAG names it);
 # prints the helper's line plus engine counter deltas and records per flight.
 run_nova() {
-	local dir="$MNT/$3" s0 s1 out d c0 c1
+	local dir="$MNT/$3" s0 s1 out d c0 c1 x0 x1
 	mkdir "$dir"
 	s0=$(nova_stats)
+	x0=$(daemon_cs)
 	c0=$(cpu_snap)
 	out=$(python3 "$HELPER" --dir "$dir" --mode "$1" --writers "${4:-$WRITERS}" \
 		--size "$REC_SIZE" --duration "$2" --warmup "$WARMUP")
 	c1=$(cpu_snap)
+	x1=$(daemon_cs)
 	s1=$(nova_stats)
 	d=$(stats_delta "$s0" "$s1" $STAT_KEYS)
-	echo "$out $(cpu_delta "$c0" "$c1") $d recs_per_flight=$(calc "$(kv eng_appends "$d") / $(kv eng_flights "$d")")"
+	echo "$out $(cpu_delta "$c0" "$c1") $d recs_per_flight=$(calc "$(kv eng_appends "$d") / $(kv eng_flights "$d")")" \
+		"daemon_cs_per_append=$(calc "($x1 - $x0) / $(kv eng_appends "$d")")"
 	# shellcheck disable=SC2046
 	nova_wait_absorbed $(find "$dir" -type f)
 }

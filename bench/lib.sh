@@ -263,6 +263,15 @@ cpu_snap() {
 		printf "%s %s %d %d %d", w, d, t - $5 - $6, t, $9 }' /proc/stat
 }
 
+# daemon_cs: context switches of the daemon's threads so far (voluntary +
+# involuntary, summed over /proc/PID/task: a thread that exits between
+# two snapshots takes its count along, so the delta is a floor).
+daemon_cs() {
+	[ -n "$NV_PID" ] && [ -d "/proc/$NV_PID/task" ] || { echo 0; return; }
+	cat /proc/"$NV_PID"/task/*/status 2>/dev/null |
+		awk '/^(non)?voluntary_ctxt_switches:/ { n += $2 } END { print n + 0 }'
+}
+
 # cpu_delta SNAP0 SNAP1: "daemon_cores=... sys_busy=... steal=... load1=..."
 # between two snapshots: daemon CPU in cores (utime+stime), the machine's
 # busy and steal fractions of all its CPUs (other tenants included), and the

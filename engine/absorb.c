@@ -401,6 +401,7 @@ struct absorb {
 	struct flight *qhead, *qtail; /* lock */
 	uint32_t qlen;             /* lock */
 	bool busy;                 /* lock: a batch is being committed */
+	bool lingering;            /* lock: the absorb thread waits out its linger */
 	int draining;              /* lock: threads in absorb_drain() */
 	bool stop;                 /* lock */
 	int err;                   /* lock: set when the chain was taken from us */
@@ -420,7 +421,10 @@ void absorb_push(void *arg, struct flight *f)
 		a->qhead = f;
 	a->qtail = f;
 	a->qlen++;
-	pthread_cond_signal(&a->work);
+	/* A lingering absorb thread needs waking only when its batch is
+	 * full: a wake per flight would be a context switch per flight. */
+	if (!a->lingering || a->qlen >= a->cfg.max_batch_slots)
+		pthread_cond_signal(&a->work);
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -562,9 +566,11 @@ static void *absorb_main(void *arg)
 		    !a->draining) {
 			struct timespec ts = nv_mono_deadline(a->cfg.linger_ns);
 
+			a->lingering = true;
 			while (!a->stop && !a->draining && a->qlen < a->cfg.max_batch_slots &&
 			       pthread_cond_timedwait(&a->work, &a->lock, &ts) != ETIMEDOUT)
 				;
+			a->lingering = false;
 		}
 		/* Take up to max_batch_slots flights from the head. */
 		list = last = a->qhead;

@@ -169,7 +169,7 @@ int chain_append(struct chain *c, struct nv_stream *s, const void *body, size_t 
 {
 	uint64_t tokens = len + CHAIN_RECORD_OVERHEAD;
 	uint64_t seq, byte, ts, now;
-	bool deleted;
+	bool deleted, fresh;
 	unsigned cls;
 	int rc;
 
@@ -216,10 +216,9 @@ int chain_append(struct chain *c, struct nv_stream *s, const void *body, size_t 
 			goto refuse;
 		}
 	}
-	if (c->open->ndone == 0) {
+	fresh = c->open->ndone == 0;
+	if (fresh)
 		c->open->first_admit_ns = now;
-		pthread_cond_signal(&c->seal_cond);
-	}
 	seq = s->next_seq;
 	byte = s->next_byte;
 	ts = nv_now_wall_ns();
@@ -235,6 +234,11 @@ int chain_append(struct chain *c, struct nv_stream *s, const void *body, size_t 
 	if (seqp)
 		*seqp = seq;
 	maybe_seal_locked(c, now, false);
+	/* The sealer times the linger of a flight that stays open; one
+	 * sealed at once (an idle chain, linger 0) needs no wake-up, which
+	 * would cost a context switch per flight. */
+	if (fresh && c->open && c->open->ndone)
+		pthread_cond_signal(&c->seal_cond);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 refuse:
