@@ -8,6 +8,7 @@
 #include "engine/chunkfetch.h"
 #include "engine/chunkrec.h"
 #include "engine/objread.h"
+#include "src/base/failpoint.h"
 #include "src/base/log.h"
 
 #include <errno.h>
@@ -233,6 +234,7 @@ int chunkfetch_get(const struct chunkfetch *cf, const struct cf_obj *l, uint64_t
 		/* Claim the stream's chunks, then publish the footer. */
 		claim_whole(cf, l, &f, stream, &claims, &nclaims);
 		rcache_fill(cf->cache, pending, fb, 0); /* one of our two references */
+		(void)NV_FP("read.whole_published"); /* delay only: tests hold the window */
 	}
 	rc = by_seq ? bundle_footer_find_seq(&f, stream, off, &idx)
 		    : bundle_footer_find_byte(&f, stream, off, &idx);

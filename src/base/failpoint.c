@@ -40,6 +40,7 @@ const char *const nv_fp_names[] = {
 	"trim.after_delete",     /* slots are deleted, the cursor not advanced */
 	"store.put",             /* any object PUT, before the backend */
 	"store.get",             /* any ranged GET, before the backend */
+	"read.whole_published",  /* a whole read's footer is cached, its chunks not yet */
 	"dir.sync_parent",       /* dir store: syncing a found directory's entry */
 	"dir.before_temp",       /* dir store: a put's walk done, its temp file not made */
 	"dir.seg_create",        /* dir store: a new segment file, before its syncs */

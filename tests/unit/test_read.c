@@ -23,6 +23,7 @@
 #include "meta/refs.h"
 #include "meta/streams.h"
 #include "src/base/clock.h"
+#include "src/base/failpoint.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -34,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -564,6 +566,58 @@ static void test_read_cold_whole_small_slot(void **state)
 	fake_store_reset_calls(t.f->fs);
 	assert_int_equal(page(&t, m, NULL, m->len - 10, 100, READ_COLD), 10);
 	assert_int_equal(gets_of(t.f, key2), 2);
+	rt_free(&t);
+}
+
+/* A read_page() on another thread (cmocka's asserts stay on the main one). */
+struct bg_read {
+	struct rt *t;
+	struct model *m;
+	uint64_t off;
+	uint8_t buf[4096];
+	size_t got;
+	enum read_tier tier;
+	int rc;
+};
+
+static void *bg_read_main(void *arg)
+{
+	struct bg_read *b = arg;
+
+	b->rc = read_page(b->t->re, b->m->s, NULL, b->off, b->buf, sizeof(b->buf), &b->got,
+			  &b->tier);
+	return NULL;
+}
+
+/* A reader that comes while another has read a small slot whole and
+ * published its footer, but not yet its chunks, waits for its chunk
+ * instead of GETting it again: the chunks are claimed before the footer
+ * is published (chunkfetch.c).  24-48 of 256 slots were fetched twice on
+ * RGW before. */
+static void test_read_cold_whole_no_second_get(void **state)
+{
+	struct rt t = { .f = *state, .whole_max = 1u << 20 };
+	struct bg_read a = { .t = &t };
+	char key[CHAIN_KEY_MAX], key0[CHAIN_KEY_MAX];
+	struct layout ly;
+	pthread_t th;
+
+	a.m = two_slots(&t, key, key0, &ly);
+	a.off = ly.e[1].first_byte;
+	assert_int_equal(nv_fp_arm("read.whole_published=delay:300"), 0);
+	assert_int_equal(pthread_create(&th, NULL, bg_read_main, &a), 0);
+	for (int i = 0; i < WAIT_MS && nv_fp_hits("read.whole_published") == 0; i++)
+		usleep(1000); /* until a stands in the window */
+	assert_int_equal(nv_fp_hits("read.whole_published"), 1);
+	assert_true(page(&t, a.m, NULL, ly.e[2].first_byte, 4096, READ_COLD) > 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	nv_fp_reset();
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(a.tier, READ_COLD);
+	assert_true(a.got > 0);
+	assert_memory_equal(a.buf, a.m->bytes + a.off, a.got);
+	assert_int_equal(gets_of(t.f, key), 1);
+	assert_int_equal(NV_STAT_GET(&t.f->stats, chunk_fetches), 0);
 	rt_free(&t);
 }
 
@@ -1110,6 +1164,7 @@ int main(void)
 		T(test_read_flight_tier_without_cache),
 		T(test_read_cold_one_floor_and_ranged_gets),
 		T(test_read_cold_whole_small_slot),
+		T(test_read_cold_whole_no_second_get),
 		T(test_read_page_limits),
 		T(test_read_random_ranges),
 		T(test_read_corrupt_objects_eio),
