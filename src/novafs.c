@@ -176,7 +176,10 @@ static void session_gone(const struct stopper *sp, const char *why)
  * Wait for a byte on the stop pipe (a signal number, or 0 once the loop
  * has returned) into *c, watching meanwhile the session's device (POLLERR:
  * the connection was aborted) and the mount table (POLLPRI: our mount may
- * have been detached); each is reported to session_gone() once.
+ * have been detached); each is reported to session_gone() once.  The
+ * device only while the gate is closed (it opens once): session_gone()
+ * is for the gate's waiters, and a poll of the device wakes this thread
+ * at every request the kernel queues, a context switch per append.
  */
 static void stopper_wait(const struct stopper *sp, unsigned char *c)
 {
@@ -193,7 +196,10 @@ static void stopper_wait(const struct stopper *sp, unsigned char *c)
 		p[2].fd = -1;
 	}
 	for (;;) {
-		if (poll(p, 3, -1) < 0) {
+		if (p[1].fd >= 0 && star_gate_is_open(sp->st))
+			p[1].fd = -1;
+		/* Closed, the gate is looked at again each second. */
+		if (poll(p, 3, p[1].fd >= 0 ? 1000 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break; /* cannot watch: wait for the pipe alone */

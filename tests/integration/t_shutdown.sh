@@ -91,6 +91,12 @@ umount -f "$MNT" 2>/dev/null || true
 reader_failed "umount -f" "abort\|not connected"
 daemon_exits "umount -f"
 
+say "3d. umount -f once recovery is done (the device no longer watched): the daemon exits"
+nv_start ""
+nv_await 20 "recovery to finish" sh -c "cat '$MNT/b/s' > /dev/null"
+umount -f "$MNT" 2>/dev/null || true
+daemon_exits "umount -f after recovery"
+
 say "4. a healthy store: recovery finishes, every record is there"
 nv_start ""
 seq 1 20 | sed 's/^/rec /' > "$NV_TMP/expect"
