@@ -53,7 +53,9 @@
  *
  * Locking: s->lock guards every field of struct dir_segs, seg_chain,
  * seg_file (but fd, id, cap: immutable) and seg_ent; s->cond is broadcast
- * whenever a write finishes or a sync ends.  No I/O runs under the lock
+ * when a sync ends or a write fails, s->wcond when a write finishes, so a
+ * put waiting for a sync in progress is not woken by every write and one
+ * waiting for an earlier write not by every sync.  No I/O runs under the lock
  * but a segment's creation (once per segment), the 4-byte "DEAD" write
  * of a delete, and unlink.  Lock order: s->lock only (files.c's
  * synced_lock is never taken with it).
@@ -128,7 +130,8 @@ struct dir_segs {
 	bool locked;            /* the writer flock is held */
 	uint64_t seg_size;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;    /* a sync ended, or a write failed */
+	pthread_cond_t wcond;   /* a write finished (its res done) */
 	struct seg_chain *chains;
 	struct seg_file *files;
 	uint32_t next_id;
@@ -401,8 +404,12 @@ static int wait_durable_locked(struct dir_store *d, struct seg_file *f, uint64_t
 			return 0;
 		if (f->sync_failed)
 			return -EIO;
-		if (f->syncing || upto < end) {
+		if (f->syncing) {
 			pthread_cond_wait(&s->cond, &s->lock);
+			continue;
+		}
+		if (upto < end) { /* an earlier record is still being written */
+			pthread_cond_wait(&s->wcond, &s->lock);
 			continue;
 		}
 		f->syncing = true;
@@ -535,12 +542,14 @@ int dir_seg_put(struct dir_store *d, const char *key, const struct iovec *iov,
 
 	pthread_mutex_lock(&s->lock);
 	res.done = true;
-	if (rc && e->off < e->f->hole)
+	pthread_cond_broadcast(&s->wcond);
+	if (rc && e->off < e->f->hole) {
 		e->f->hole = e->off;
+		pthread_cond_broadcast(&s->cond); /* every later record fails */
+	}
 	if (!rc)
 		rc = wait_durable_locked(d, e->f, e->off, e->off + rsz, key);
 	res_remove_locked(e->f, &res);
-	pthread_cond_broadcast(&s->cond);
 	e->f->refs--;
 	if (rc) {
 		struct seg_chain *ch = chain_find(s, key, plen, false);
@@ -854,6 +863,7 @@ int dir_segs_open(struct dir_store *d, bool write, uint64_t seg_size)
 	s->seg_size = seg_size ? seg_size : DIR_SEG_SIZE;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
+	pthread_cond_init(&s->wcond, NULL);
 	d->segs = s;
 	rc = list_ids(d, &ids, &n);
 	for (size_t i = 0; !rc && i < n; i++)
@@ -890,6 +900,7 @@ void dir_segs_close(struct dir_store *d)
 	}
 	close(s->dfd); /* drops the writer flock */
 	pthread_cond_destroy(&s->cond);
+	pthread_cond_destroy(&s->wcond);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	d->segs = NULL;
