@@ -53,12 +53,10 @@
  *
  * Locking: s->lock guards every field of struct dir_segs, seg_chain,
  * seg_file (but fd, id, cap: immutable) and seg_ent; s->cond is broadcast
- * when a sync ends or a write fails, s->wcond when a write finishes, so a
- * put waiting for a sync in progress is not woken by every write and one
- * waiting for an earlier write not by every sync.  No I/O runs under the lock
- * but a segment's creation (once per segment), the 4-byte "DEAD" write
- * of a delete, and unlink.  Lock order: s->lock only (files.c's
- * synced_lock is never taken with it).
+ * when a sync ends or a write fails, s->wcond when a write ends.  No I/O
+ * runs under the lock but a segment's creation (once per segment), the
+ * 4-byte "DEAD" write of a delete, and unlink.  Lock order: s->lock only
+ * (files.c's synced_lock is never taken with it).
  */
 #include "config.h"
 #include "engine/store/dir/internal.h"
@@ -374,8 +372,7 @@ static int reserve_locked(struct dir_store *d, struct seg_chain *ch, uint64_t rs
 
 /* --------------------------------------------------------------- put */
 
-/* Bytes of f known written without a gap: up to the first write still in
- * progress. */
+/* Bytes of f written without a gap: up to the first write in progress. */
 static uint64_t written_locked(const struct seg_file *f)
 {
 	for (const struct seg_res *r = f->res; r; r = r->next)
@@ -404,12 +401,8 @@ static int wait_durable_locked(struct dir_store *d, struct seg_file *f, uint64_t
 			return 0;
 		if (f->sync_failed)
 			return -EIO;
-		if (f->syncing) {
-			pthread_cond_wait(&s->cond, &s->lock);
-			continue;
-		}
-		if (upto < end) { /* an earlier record is still being written */
-			pthread_cond_wait(&s->wcond, &s->lock);
+		if (f->syncing || upto < end) { /* a sync runs; an earlier record is written */
+			pthread_cond_wait(f->syncing ? &s->cond : &s->wcond, &s->lock);
 			continue;
 		}
 		f->syncing = true;
