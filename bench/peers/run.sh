@@ -68,7 +68,9 @@
 #    chain slot deleted: requests and bytes of the whole lifecycle.
 # Options (environment): N_SMALL, BIG_MIB, N_LAT, N_FLOOR (PUTs per floor
 # run; 0 = no floor), A_BUDGET_S (stop a after that many seconds and note
-# the count), WORKLOADS, PEERS="novafs s3fs rclone novafs-lifecycle"
+# the count), B_PRELOAD (N bare 100-byte PUTs into the peer's bucket just
+# before b, to tell a bucket that already holds many objects from the
+# peer's own state after a; default 0), WORKLOADS, PEERS="novafs s3fs rclone novafs-lifecycle"
 # (novafs-stars: add it), NOVAFS (the daemon; default src/novafs of this
 # tree), NOVAFS_OPTS (extra -o options of the novafs peer's mounts, e.g.
 # put_window=8; default none: novafs's defaults).
@@ -86,6 +88,7 @@ N_LAT=${N_LAT:-200}
 N_FLOOR=${N_FLOOR:-2000}
 NOVAFS_OPTS=${NOVAFS_OPTS:-}
 A_BUDGET_S=${A_BUDGET_S:-900}
+B_PRELOAD=${B_PRELOAD:-0}
 PEERS=${PEERS:-novafs s3fs rclone novafs-lifecycle}
 WORKLOADS=${WORKLOADS:-a b c d}
 OUT=${1:-$top/bench/results/peers-$(date +%Y%m%d-%H%M).txt}
@@ -488,6 +491,11 @@ run_peer() {
 	if has b; then
 		# b: BIG_MIB MiB with dd bs=1M, appended to a new file.
 		local stats0=
+		if ((B_PRELOAD > 0)); then
+			python3 "$top/bench/putfloor.py" --s3 "$EP" --bucket "$b" --key-id "$AK" \
+				--secret "$SK" --iters "$B_PRELOAD" --warmup 0 --size 100 \
+				--prefix preload- > /dev/null || log "B_PRELOAD: putfloor.py failed"
+		fi
 		if [ "$p" = novafs ]; then stats0=$(nova_stats "$m" appends flights slots_written store_puts); fi
 		read -r u0 _ < <(usage_rx); mk=$(log_mark)
 		t0=$(now)
