@@ -84,15 +84,6 @@ static int load_footer(const struct chunkfetch *cf, const struct cf_obj *l, stru
 	return 0;
 }
 
-/* The footer view of a verified footer blob b of l's object. */
-static void footer_view(const struct cf_obj *l, struct rc_blob *b, struct bundle_footer *f)
-{
-	/* Verified when loaded: build the view without re-checking CRCs. */
-	f->entries = b->data;
-	f->n = (uint32_t)((b->len - BUNDLE_TRAILER_SIZE) / BUNDLE_ENTRY_SIZE);
-	f->footer_off = l->footer_off;
-}
-
 /* The footer of l's object, from the cache or loaded.  With whole (may be
  * NULL) and a whole read, *whole is set and *pending is the footer's cache
  * entry, not yet filled: the caller claims the stream's chunk entries
@@ -113,18 +104,20 @@ static int get_footer(const struct chunkfetch *cf, const struct cf_obj *l, struc
 			rc = load_footer(cf, l, &b, whole);
 			if (!rc)
 				rc_blob_ref(b); /* ours; the cache gets the first */
-			if (!rc && whole && *whole) {
+			if (!rc && whole && *whole)
 				*pending = e; /* filled by the caller */
-			} else {
+			else
 				rcache_fill(cf->cache, e, rc ? NULL : b, rc);
-			}
 		}
 		if (rc != -ENOBUFS)
 			break;
 	}
 	if (rc)
 		return rc;
-	footer_view(l, b, f);
+	/* Verified when loaded: build the view without re-checking CRCs. */
+	f->entries = b->data;
+	f->n = (uint32_t)((b->len - BUNDLE_TRAILER_SIZE) / BUNDLE_ENTRY_SIZE);
+	f->footer_off = l->footer_off;
 	*hold = b;
 	return 0;
 }

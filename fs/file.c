@@ -71,11 +71,12 @@
 #include <string.h>
 #include <unistd.h>
 
-/* nv_stream.user_flags bits.  SF_CACHED: read through the page cache since the last
- * invalidation of its end page.  SF_AHEAD: a durable=fsync write was
- * answered before its ack, so the kernel's size may have run ahead of the
- * acked end, and a reader's short read below it may have cached a page
- * of zeros and shrunk the size (fs_file_acked()); sticky while loaded. */
+/* nv_stream.user_flags bits.  SF_CACHED: read through the page cache
+ * since the last invalidation of its end page.  SF_AHEAD: a durable=fsync
+ * write was answered before its ack, so the kernel's size may have run
+ * ahead of the acked end, and a reader's short read below it may have
+ * cached a page of zeros and shrunk the size (fs_file_acked()); sticky
+ * while loaded. */
 #define SF_CACHED 1u
 #define SF_AHEAD 2u
 
